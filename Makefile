@@ -1,0 +1,31 @@
+# Thin wrapper over CMake. `make test` does its own set-up: Debian packages, configure, build, ctest.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test bench demo clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+bench: build
+	./scripts/run-benches.sh $(BUILD_DIR)
+
+demo: build
+	@echo "make demo: the end-to-end demo (operator + devcluster + sidecars + workers) arrives with the operator issue."
+	@echo "Until then, try: $(BUILD_DIR)/cli/flotilla plan --model llama-3-8b --cluster examples/cluster.yaml"
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,27 @@
+#include "cli/command.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace flotilla::cli {
+
+namespace {
+std::vector<Command>& table() {
+  static std::vector<Command> commands;
+  return commands;
+}
+}  // namespace
+
+const std::vector<Command>& commands() { return table(); }
+
+CommandRegistrar::CommandRegistrar(Command command) {
+  for (const auto& c : table()) {
+    if (c.name == command.name) {
+      std::fprintf(stderr, "flotilla: command '%s' registered twice\n", command.name.c_str());
+      std::abort();
+    }
+  }
+  table().push_back(std::move(command));
+}
+
+}  // namespace flotilla::cli
