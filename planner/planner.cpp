@@ -1,0 +1,2 @@
+// Placeholder so the planner library has a translation unit until its sources land.
+namespace flotilla::planner {}
