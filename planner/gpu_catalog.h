@@ -32,6 +32,10 @@ struct GpuType {
   double inter_node_bandwidth_bytes_per_s = 0;  // per node NIC, one direction
   double usd_per_hour = 0;                      // per GPU
   double compute_efficiency = 0.35;             // achieved / peak for transformer layers
+  // Memory the training process holds beyond the model's tensors: CUDA context, NCCL
+  // communicators, cuBLAS workspaces, allocator cache. Calibrated on GH200 (Sailor's Clariden
+  // runs); other types carry a documented default (docs/planner.md).
+  std::int64_t runtime_overhead_bytes = 1500LL << 20;
 };
 
 class GpuCatalog {

@@ -15,9 +15,9 @@
 //   - 1F1B: stage i of p holds activations of min(p - i, m) micro-batches.
 //   - embedding on the first stage, LM head on the last (a tied head on a different stage
 //     keeps its own copy, as Megatron does); logits fp32 on the last stage.
-//   - communication buffers: p2p send/recv of one micro-batch activation, and DDP gradient
-//     buckets; allocator overhead: a fixed CUDA context/workspace plus a fraction of the
-//     dynamic bytes (calibrated once over all megatron-runs, see docs/planner.md).
+//   - communication buffers: p2p send/recv of one micro-batch activation; allocator overhead:
+//     a fraction of the dynamic bytes plus the GPU type's runtime overhead (CUDA context, NCCL,
+//     cache), both calibrated once over all of Sailor's Clariden runs (docs/planner.md).
 // Caveats: peak is modelled at the end of the last warm-up forward (the 1F1B high-water mark)
 //   plus the transient of the first backward; no fragmentation model beyond the constant.
 #pragma once
@@ -46,14 +46,16 @@ struct MemoryBreakdown {
   std::int64_t activations_bytes = 0;  // all in-flight micro-batches
   std::int64_t transient_bytes = 0;    // logits / backward workspace of one micro-batch
   std::int64_t comm_buffer_bytes = 0;
-  std::int64_t overhead_bytes = 0;     // CUDA context, allocator slack
-  std::int64_t peak_bytes = 0;         // the sum
+  std::int64_t overhead_bytes = 0;     // allocator fragmentation on dynamic bytes
+  std::int64_t peak_bytes = 0;         // the sum (without the GPU's runtime overhead)
 };
 
 // Global constants of the model, calibrated once (docs/planner.md); overridable for studies.
+// The per-GPU runtime overhead (CUDA context, NCCL, allocator cache) is not here but in
+// GpuType::runtime_overhead_bytes: rank peak = stage_memory().peak_bytes + that overhead.
 struct MemoryModelConstants {
-  std::int64_t context_bytes = 0;        // per GPU: CUDA context + cuBLAS workspace
-  double allocator_fraction = 0.0;       // extra fraction of activation + transient bytes
+  double allocator_fraction = 0.035;     // fragmentation: extra fraction of dynamic bytes
+  double logits_bytes_per_element = 12;  // last stage, one micro-batch, per (token x vocab/t)
 };
 const MemoryModelConstants& default_memory_constants();
 
@@ -69,6 +71,9 @@ std::int64_t stage_params_per_rank(const ModelSpec& model, int first_block, int 
 // Activation bytes of one block for one micro-batch on one rank.
 std::int64_t block_activation_bytes(const ModelSpec& model, int block, int tp,
                                     int micro_batch_size, const TrainingOptions& options);
+
+// Peak of one rank of a stage on a given GPU type (adds the GPU's runtime overhead).
+std::int64_t rank_peak_bytes(const MemoryBreakdown& stage, std::int64_t runtime_overhead_bytes);
 
 MemoryBreakdown stage_memory(const ModelSpec& model, const StageShape& shape,
                              const MemoryModelConstants& constants = default_memory_constants());
