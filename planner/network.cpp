@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/gpu_catalog.h"
 #include "planner/model_spec.h"
 
 namespace flotilla::planner {
@@ -93,6 +94,37 @@ LinkKind NetworkModel::link_between(std::string_view zone_a, std::string_view zo
     return dash == std::string_view::npos ? z : z.substr(0, dash);
   };
   return region(zone_a) == region(zone_b) ? LinkKind::kCrossZone : LinkKind::kCrossRegion;
+}
+
+namespace {
+std::string_view fit_name(const NetworkModel& n, const GpuType& gpu) {
+  const auto known = [&](std::string_view name) {
+    const std::string want = normalize_name(name);
+    for (const auto* fits : {&n.intra_node, &n.inter_node}) {
+      for (const auto& kv : *fits) {
+        if (normalize_name(kv.first) == want) return true;
+      }
+    }
+    return false;
+  };
+  if (known(gpu.name)) return gpu.name;
+  for (const std::string& a : gpu.aliases) {
+    if (known(a)) return a;
+  }
+  return gpu.name;
+}
+}  // namespace
+
+double NetworkModel::bandwidth_bytes_per_s(LinkKind link, const GpuType& gpu, int gpus_per_node,
+                                           double message_bytes) const {
+  return bandwidth_bytes_per_s(link, fit_name(*this, gpu), gpus_per_node, message_bytes);
+}
+double NetworkModel::p2p_seconds(double bytes, LinkKind link, const GpuType& gpu, int gpus_per_node) const {
+  return p2p_seconds(bytes, link, fit_name(*this, gpu), gpus_per_node);
+}
+double NetworkModel::allreduce_seconds(double bytes, int n, LinkKind link, const GpuType& gpu,
+                                       int gpus_per_node) const {
+  return allreduce_seconds(bytes, n, link, fit_name(*this, gpu), gpus_per_node);
 }
 
 NetworkModel default_network_model() { return NetworkModel{}; }

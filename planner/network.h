@@ -14,6 +14,8 @@
 
 namespace flotilla::planner {
 
+struct GpuType;
+
 enum class LinkKind { kIntraNode, kInterNode, kCrossZone, kCrossRegion };
 
 // Sailor's fit: bandwidth_GB/s(message) = polyval(coeffs, log10(message bytes)), capped at
@@ -43,6 +45,10 @@ struct NetworkModel {
   // Ring all-reduce of `bytes` among n participants over the given (slowest) link.
   double allreduce_seconds(double bytes, int n, LinkKind link, std::string_view gpu,
                            int gpus_per_node = 1) const;
+  // The same, naming the GPU by its catalog entry: fits keyed by any of its aliases match.
+  double bandwidth_bytes_per_s(LinkKind link, const GpuType& gpu, int gpus_per_node, double message_bytes) const;
+  double p2p_seconds(double bytes, LinkKind link, const GpuType& gpu, int gpus_per_node) const;
+  double allreduce_seconds(double bytes, int n, LinkKind link, const GpuType& gpu, int gpus_per_node) const;
   double usd_per_byte(std::string_view from_zone, std::string_view to_zone) const;
   LinkKind link_between(std::string_view zone_a, std::string_view zone_b, bool same_node) const;
 };

@@ -27,12 +27,12 @@ StageTiming stage_timing(const ModelSpec& model, const Stage& stage, const std::
   if (stage.last_block <= model.num_layers + 1) {  // not the last stage: send activations on
     const double bytes = 2.0 * model.seq_len * static_cast<double>(micro_batch_size) * model.hidden /
                          (options.sequence_parallel ? stage.tp : 1);
-    t.p2p_s = network.p2p_seconds(bytes, link_to_next, slowest->name, gpus_per_node);
+    t.p2p_s = network.p2p_seconds(bytes, link_to_next, *slowest, gpus_per_node);
   }
   // Gradients are reduced in fp32 (Megatron's main grads); ZeRO-1/2 reduce-scatter + all-gather
   // moves the same bytes as an all-reduce.
   const double grad_bytes = 4.0 * static_cast<double>(stage_params_per_rank(model, stage.first_block, stage.last_block, stage.tp));
-  t.dp_sync_s = network.allreduce_seconds(grad_bytes, stage.dp(), dp_link, slowest->name, gpus_per_node);
+  t.dp_sync_s = network.allreduce_seconds(grad_bytes, stage.dp(), dp_link, *slowest, gpus_per_node);
   return t;
 }
 
