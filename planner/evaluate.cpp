@@ -106,6 +106,40 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     }
     report.timing = stage_timing(model, st, sg, plan.micro_batch_size, plan.options, *ctx.compute, *ctx.network,
                                  to_next, dp_link);
+    // Refine the links pair by pair (GPU types and zones of the two ends), with Sailor's
+    // multizone fits where they exist; stage_timing() only knows the link kind.
+    const auto senders = [&](int r) {
+      const Replica& rep = st.replicas[static_cast<std::size_t>(r)];
+      const int per_node = rep.gpus_per_node > 0 ? rep.gpus_per_node : sg[static_cast<std::size_t>(r)]->gpus_per_node;
+      return std::max(1, std::min(st.tp, per_node));
+    };
+    if (s + 1 < p) {
+      const Stage& nx = plan.stages[static_cast<std::size_t>(s + 1)];
+      const auto& ng = gpus[static_cast<std::size_t>(s + 1)];
+      const double bytes = 2.0 * model.seq_len * static_cast<double>(plan.micro_batch_size) * model.hidden /
+                           (plan.options.sequence_parallel ? st.tp : 1);
+      double worst = 0;
+      for (int r = 0; r < st.dp(); ++r) {
+        const double bw = ctx.network->pair_bandwidth_bytes_per_s(
+            st.replicas[static_cast<std::size_t>(r)].zone, *sg[static_cast<std::size_t>(r)],
+            nx.replicas[static_cast<std::size_t>(r)].zone, *ng[static_cast<std::size_t>(r)], senders(r), bytes);
+        worst = std::max(worst, ctx.network->latency_s + bytes / bw);
+      }
+      report.timing.p2p_s = worst;
+    }
+    if (st.dp() > 1 && dp_link != LinkKind::kIntraNode) {
+      const double grad_bytes = 4.0 * static_cast<double>(stage_params_per_rank(model, st.first_block, st.last_block, st.tp));
+      const double chunk = grad_bytes / st.dp();
+      double slowest_bw = 0;
+      for (int r = 0; r < st.dp(); ++r) {  // the ring's slowest hop bounds it
+        const int q = (r + 1) % st.dp();
+        const double bw = ctx.network->pair_bandwidth_bytes_per_s(
+            st.replicas[static_cast<std::size_t>(r)].zone, *sg[static_cast<std::size_t>(r)],
+            st.replicas[static_cast<std::size_t>(q)].zone, *sg[static_cast<std::size_t>(q)], senders(r), chunk);
+        slowest_bw = r == 0 ? bw : std::min(slowest_bw, bw);
+      }
+      report.timing.dp_sync_s = 2.0 * (st.dp() - 1) * (ctx.network->latency_s + chunk / slowest_bw);
+    }
     timings.push_back(report.timing);
     ev.stages.push_back(report);
   }

@@ -127,6 +127,36 @@ double NetworkModel::allreduce_seconds(double bytes, int n, LinkKind link, const
   return allreduce_seconds(bytes, n, link, fit_name(*this, gpu), gpus_per_node);
 }
 
+std::string NetworkModel::pair_key(std::string_view zone_a, std::string_view gpu_a, int n_a, std::string_view zone_b,
+                                   std::string_view gpu_b, int n_b) {
+  return normalize_name(zone_a) + "|" + normalize_name(gpu_a) + "|" + std::to_string(n_a) + "|" +
+         normalize_name(zone_b) + "|" + normalize_name(gpu_b) + "|" + std::to_string(n_b);
+}
+
+double NetworkModel::pair_bandwidth_bytes_per_s(std::string_view zone_a, const GpuType& gpu_a, std::string_view zone_b,
+                                                const GpuType& gpu_b, int gpus_per_node, double message_bytes) const {
+  const int n = std::max(1, gpus_per_node);
+  if (!pair_fits.empty()) {
+    std::vector<std::string_view> names_a{gpu_a.name}, names_b{gpu_b.name};
+    for (const std::string& a : gpu_a.aliases) names_a.push_back(a);
+    for (const std::string& b : gpu_b.aliases) names_b.push_back(b);
+    // The largest fitted group size <= n (node totals), shared by the n GPUs sending at once.
+    for (int k = n; k >= 1; --k) {
+      for (std::string_view a : names_a) {
+        for (std::string_view b : names_b) {
+          for (const std::string& key : {pair_key(zone_a, a, k, zone_b, b, k), pair_key(zone_b, b, k, zone_a, a, k)}) {
+            auto it = pair_fits.find(key);
+            if (it != pair_fits.end()) return eval_fit(it->second, message_bytes) / n;
+          }
+        }
+      }
+    }
+  }
+  const LinkKind link = link_between(zone_a, zone_b, false);
+  return std::min(bandwidth_bytes_per_s(link, gpu_a, n, message_bytes),
+                  bandwidth_bytes_per_s(link, gpu_b, n, message_bytes));
+}
+
 NetworkModel default_network_model() { return NetworkModel{}; }
 
 }  // namespace flotilla::planner

@@ -30,6 +30,13 @@ struct NetworkModel {
   std::map<std::string, std::map<int, BandwidthFit>> intra_node;
   // gpu type -> GPUs per node taking part -> fit for node-to-node within a zone (node total)
   std::map<std::string, std::map<int, BandwidthFit>> inter_node;
+  // Sailor's multizone fits (multizone_bandwidths*.json): node-to-node between (zone, GPU type,
+  // GPUs per node) pairs, keyed by pair_key(); heterogeneous pairs can be far slower than
+  // either homogeneous link (e.g. Titan-RTX <-> RTX-3090 at 0.1 GB/s).
+  std::map<std::string, BandwidthFit> pair_fits;
+  static std::string pair_key(std::string_view zone_a, std::string_view gpu_a, int n_a, std::string_view zone_b,
+                              std::string_view gpu_b, int n_b);
+
   double default_intra_node_bytes_per_s = 100e9;
   double default_inter_node_bytes_per_s = 12.5e9;   // 100 Gb/s
   double default_cross_zone_bytes_per_s = 5e9;      // measured scale of GCP same-region
@@ -49,6 +56,11 @@ struct NetworkModel {
   double bandwidth_bytes_per_s(LinkKind link, const GpuType& gpu, int gpus_per_node, double message_bytes) const;
   double p2p_seconds(double bytes, LinkKind link, const GpuType& gpu, int gpus_per_node) const;
   double allreduce_seconds(double bytes, int n, LinkKind link, const GpuType& gpu, int gpus_per_node) const;
+  // Per-GPU bandwidth between GPUs on two different nodes, `gpus_per_node` of each node sending
+  // at once: the multizone pair fit when one exists (either direction), else the LinkKind
+  // model for the two zones, the slower GPU type bounding.
+  double pair_bandwidth_bytes_per_s(std::string_view zone_a, const GpuType& gpu_a, std::string_view zone_b,
+                                    const GpuType& gpu_b, int gpus_per_node, double message_bytes) const;
   double usd_per_byte(std::string_view from_zone, std::string_view to_zone) const;
   LinkKind link_between(std::string_view zone_a, std::string_view zone_b, bool same_node) const;
 };

@@ -78,6 +78,35 @@ Result<NetworkModel> parse_zone_costs(std::string_view text, NetworkModel base) 
   return base;
 }
 
+Result<NetworkModel> parse_multizone_fits(std::string_view text, NetworkModel base) {
+  try {
+    const json j = json::parse(text);
+    // zone -> gpu -> n -> zone -> gpu -> n -> [coeffs, peak]
+    for (const auto& [za, by_gpu] : j.items()) {
+      for (const auto& [ga, by_n] : by_gpu.items()) {
+        for (const auto& [na, by_zone] : by_n.items()) {
+          for (const auto& [zb, by_gpu_b] : by_zone.items()) {
+            for (const auto& [gb, by_n_b] : by_gpu_b.items()) {
+              for (const auto& [nb, v] : by_n_b.items()) {
+                if (!v.is_array() || v.size() != 2 || !v[0].is_array()) {
+                  return Result<NetworkModel>::failure("multizone fit " + za + "/" + ga + " must be [[coeffs], peak]");
+                }
+                BandwidthFit f;
+                for (const json& c : v[0]) f.coeffs.push_back(c.get<double>());
+                f.peak_bytes_per_s = v[1].get<double>();
+                base.pair_fits[NetworkModel::pair_key(za, ga, std::stoi(na), zb, gb, std::stoi(nb))] = f;
+              }
+            }
+          }
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    return Result<NetworkModel>::failure(std::string("multizone fits: ") + e.what());
+  }
+  return base;
+}
+
 Result<NetworkModel> load_network_dir(const std::string& dir) {
   NetworkModel m = default_network_model();
   const std::filesystem::path d(dir);
@@ -85,6 +114,13 @@ Result<NetworkModel> load_network_dir(const std::string& dir) {
   for (const char* name : {"network_coeffs_all_homo.json", "intra_node_bandwidths.json"}) {
     if (auto text = read(d / name)) {
       auto r = parse_intra_node_fits(*text, m);
+      if (!r) return Result<NetworkModel>::failure(std::string(name) + ": " + r.error());
+      m = std::move(r.value());
+    }
+  }
+  for (const char* name : {"multizone_bandwidths.json", "multizone_bandwidths_het.json"}) {
+    if (auto text = read(d / name)) {
+      auto r = parse_multizone_fits(*text, m);
       if (!r) return Result<NetworkModel>::failure(std::string(name) + ": " + r.error());
       m = std::move(r.value());
     }

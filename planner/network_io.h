@@ -1,7 +1,8 @@
 // Reading Sailor's measured network fits and GCP traffic prices (I/O).
 //
-// Guarantees: load_network_dir(dir) reads intra_node_bandwidths.json and
-//   gcp_communication_cost.json when present (each optional) on top of default_network_model().
+// Guarantees: load_network_dir(dir) reads network_coeffs_all_homo.json,
+//   intra_node_bandwidths.json, multizone_bandwidths(_het).json and gcp_communication_cost.json
+//   when present (each optional) on top of default_network_model().
 #pragma once
 
 #include <string>
@@ -14,6 +15,7 @@ namespace flotilla::planner {
 
 Result<NetworkModel> parse_intra_node_fits(std::string_view json_text, NetworkModel base);
 Result<NetworkModel> parse_zone_costs(std::string_view json_text, NetworkModel base);
+Result<NetworkModel> parse_multizone_fits(std::string_view json_text, NetworkModel base);
 Result<NetworkModel> load_network_dir(const std::string& dir);
 
 }  // namespace flotilla::planner

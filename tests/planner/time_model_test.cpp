@@ -49,3 +49,18 @@ TEST(TimeModel, HeterogeneousReplicasSlowestBounds) {
   plan.stages[0].replicas[1].gpu_type = "B999";
   EXPECT_EQ(fp::evaluate(plan, m, ctx).infeasible->kind, fp::InfeasibleKind::kUnknownGpu);
 }
+
+TEST(TimeModel, MultizonePairFitsApplyBothWays) {
+  fp::NetworkModel n = fp::default_network_model();
+  const auto catalog = fp::builtin_gpu_catalog();
+  const fp::GpuType& a100 = *catalog.find("A100-40");
+  const fp::GpuType& v100 = *catalog.find("V100-16");
+  // A flat 2 GB/s node-to-node fit for one sender per node (coefficients over log10(bytes)).
+  n.pair_fits[fp::NetworkModel::pair_key("zone-a", "A100-40", 1, "zone-b", "V100-16", 1)] = {{0, 0, 2.0}, 10e9};
+  EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("zone-a", a100, "zone-b", v100, 1, 1e6), 2e9);
+  EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("zone-b", v100, "zone-a", a100, 1, 1e6), 2e9);
+  // Two senders per node share the node's fitted total (the largest fitted group <= 2 is 1).
+  EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("zone-a", a100, "zone-b", v100, 2, 1e6), 1e9);
+  // No fit for this pair: the link-kind model (different regions -> 1 GB/s default).
+  EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("us-east1-a", a100, "europe-west4-a", a100, 1, 1e6), 1e9);
+}
