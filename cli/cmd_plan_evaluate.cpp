@@ -1,9 +1,8 @@
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/plan_evaluate.h"
+#include "cli/text_file.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
 #include "planner/model_spec_io.h"
@@ -22,15 +21,6 @@ constexpr const char* kUsage =
 int bad(const std::string& line) {
   std::fprintf(stderr, "flotilla plan evaluate: %s\n", line.c_str());
   return 2;
-}
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
 }
 
 nlohmann::json memory_json(const fp::MemoryBreakdown& m) {
@@ -74,7 +64,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!catalog_path.empty()) {
     std::string text;
-    if (!read_file(catalog_path, text)) return bad("cannot read GPU catalog file '" + catalog_path + "'");
+    if (!flotilla::cli::read_text_file(catalog_path, text)) return bad("cannot read GPU catalog file '" + catalog_path + "'");
     auto c = fp::apply_catalog_override(std::move(catalog), text);
     if (!c) return bad(c.error());
     catalog = std::move(c.value());
@@ -92,7 +82,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
     network = std::move(n.value());
   }
   std::string plan_text;
-  if (!read_file(plan_path, plan_text)) return bad("cannot read plan file '" + plan_path + "'");
+  if (!flotilla::cli::read_text_file(plan_path, plan_text)) return bad("cannot read plan file '" + plan_path + "'");
   auto plan = fp::parse_sailor_plan(plan_text, model->num_blocks());
   if (!plan) return bad(plan_path + ": " + plan.error());
   for (const fp::Stage& s : plan->plan.stages) {

@@ -17,39 +17,37 @@ i64 final_norm_params(const ModelSpec& m) {
   return m.family == ModelFamily::kGpt ? 2LL * m.hidden : m.hidden;
 }
 
-ModelSpec gpt(std::string name, int layers, int hidden, int heads, int vocab, int positions,
-              std::vector<std::string> aliases) {
+ModelSpec base_spec(std::string name, ModelFamily family, int layers, int hidden, int heads, int ffn, int vocab,
+                    int seq, std::vector<std::string> aliases) {
   ModelSpec m;
   m.name = std::move(name);
-  m.family = ModelFamily::kGpt;
+  m.family = family;
   m.num_layers = layers;
   m.hidden = hidden;
   m.heads = heads;
   m.head_dim = hidden / heads;
-  m.ffn_hidden = 4 * hidden;
+  m.ffn_hidden = ffn;
   m.vocab = vocab;
-  m.seq_len = 2048;
+  m.seq_len = seq;
+  m.aliases = std::move(aliases);
+  return m;
+}
+
+ModelSpec gpt(std::string name, int layers, int hidden, int heads, int vocab, int positions,
+              std::vector<std::string> aliases) {
+  ModelSpec m = base_spec(std::move(name), ModelFamily::kGpt, layers, hidden, heads, 4 * hidden, vocab, 2048,
+                          std::move(aliases));
   m.max_position_embeddings = positions;
   m.tied_embeddings = true;
-  m.aliases = std::move(aliases);
   return m;
 }
 
 ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn,
                 int vocab, int seq, std::vector<std::string> aliases) {
-  ModelSpec m;
-  m.name = std::move(name);
-  m.family = ModelFamily::kLlama;
-  m.num_layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.head_dim = hidden / heads;
+  ModelSpec m = base_spec(std::move(name), ModelFamily::kLlama, layers, hidden, heads, ffn, vocab, seq,
+                          std::move(aliases));
   m.kv_heads = kv_heads;
-  m.ffn_hidden = ffn;
-  m.vocab = vocab;
-  m.seq_len = seq;
   m.tied_embeddings = false;
-  m.aliases = std::move(aliases);
   return m;
 }
 
