@@ -42,6 +42,9 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
   const int m = plan.num_micro_batches();
   ev.num_micro_batches = m;
   std::vector<StageTiming> timings;
+  // Sailor: T_iter = max over pipelines (replica r of every stage) of T_pp + T_sync + T_update.
+  // per_pipeline[r][s] is replica r's own timing of stage s (its GPU, its p2p hop).
+  std::vector<std::vector<StageTiming>> per_pipeline(static_cast<std::size_t>(plan.dp()));
   int rank = 0;
   double usd_per_second = 0;
   double cross_zone_usd = 0;
@@ -123,9 +126,20 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
         const double bw = ctx.network->pair_bandwidth_bytes_per_s(
             st.replicas[static_cast<std::size_t>(r)].zone, *sg[static_cast<std::size_t>(r)],
             nx.replicas[static_cast<std::size_t>(r)].zone, *ng[static_cast<std::size_t>(r)], senders(r), bytes);
-        worst = std::max(worst, ctx.network->latency_s + bytes / bw);
+        const double hop = ctx.network->latency_s + bytes / bw;
+        worst = std::max(worst, hop);
+        per_pipeline[static_cast<std::size_t>(r)].push_back({0, 0, hop, 0, 0});
       }
       report.timing.p2p_s = worst;
+    } else {
+      for (auto& pipe : per_pipeline) pipe.push_back({});
+    }
+    for (int r = 0; r < st.dp(); ++r) {
+      const StageTiming own = stage_timing(model, st, {sg[static_cast<std::size_t>(r)]}, plan.micro_batch_size,
+                                           plan.options, *ctx.compute, *ctx.network, to_next, dp_link);
+      StageTiming& t = per_pipeline[static_cast<std::size_t>(r)].back();
+      t.forward_s = own.forward_s;
+      t.backward_s = own.backward_s;
     }
     if (st.dp() > 1 && dp_link != LinkKind::kIntraNode) {
       const double grad_bytes = 4.0 * static_cast<double>(stage_params_per_rank(model, st.first_block, st.last_block, st.tp));
@@ -144,9 +158,13 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     ev.stages.push_back(report);
   }
   const PipelineTime pt = pipeline_iter_seconds(timings, m);
-  ev.iter_seconds = pt.iter_seconds;
-  ev.pipeline_seconds = pt.pipeline_seconds;
+  double slowest_pipeline = 0;
+  for (const auto& pipe : per_pipeline) {
+    slowest_pipeline = std::max(slowest_pipeline, pipeline_iter_seconds(pipe, m).pipeline_seconds);
+  }
+  ev.pipeline_seconds = slowest_pipeline;
   ev.sync_seconds = pt.sync_seconds;
+  ev.iter_seconds = ev.pipeline_seconds + ev.sync_seconds;
   ev.tokens_per_second = ev.iter_seconds > 0
                              ? static_cast<double>(plan.global_batch_size) * model.seq_len / ev.iter_seconds
                              : 0.0;

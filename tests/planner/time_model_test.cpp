@@ -64,3 +64,28 @@ TEST(TimeModel, MultizonePairFitsApplyBothWays) {
   // No fit for this pair: the link-kind model (different regions -> 1 GB/s default).
   EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("us-east1-a", a100, "europe-west4-a", a100, 1, 1e6), 1e9);
 }
+
+TEST(TimeModel, SlowestPipelineNotSumOfStageMaxima) {
+  // Two pipelines over two stages: pipeline 0 = (V100, A100), pipeline 1 = (A100, V100).
+  // Sailor's T = max over pipelines, which is less than composing per-stage maxima (V100, V100).
+  const auto m = *fp::find_preset("gpt-neo-2.7b");
+  const auto catalog = fp::builtin_gpu_catalog();
+  fp::ComputeModel compute;
+  fp::NetworkModel net = fp::default_network_model();
+  fp::EvalContext ctx{&catalog, &compute, &net};
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 16;
+  const int half = m.num_blocks() / 2;
+  plan.stages = {{0, half, 4, {{"V100-16", "z", 4}, {"A100-40", "z", 4}}},
+                 {half, m.num_blocks(), 4, {{"A100-40", "z", 4}, {"V100-16", "z", 4}}}};
+  const auto mixed = fp::evaluate(plan, m, ctx);
+  plan.stages[0].replicas = {{"V100-16", "z", 4}, {"V100-16", "z", 4}};
+  plan.stages[1].replicas = {{"V100-16", "z", 4}, {"V100-16", "z", 4}};
+  const auto slow = fp::evaluate(plan, m, ctx);
+  plan.stages[0].replicas = {{"A100-40", "z", 4}, {"A100-40", "z", 4}};
+  plan.stages[1].replicas = {{"A100-40", "z", 4}, {"A100-40", "z", 4}};
+  const auto fast = fp::evaluate(plan, m, ctx);
+  EXPECT_LT(mixed.pipeline_seconds, slow.pipeline_seconds);
+  EXPECT_GT(mixed.pipeline_seconds, fast.pipeline_seconds);
+}
