@@ -38,6 +38,73 @@ StaticBytes static_bytes_per_param(const TrainingOptions& o) {
 
 }  // namespace
 
+double attention_score_bytes_per_element(const TrainingOptions& o) {
+  // Fused (Korthikanti): softmax output 2 + dropout mask 1 + dropout output 2.
+  double bytes = 5;
+  if (!o.fused_softmax) bytes += 2;  // the saved probabilities are fp32 (4 B, not 2)
+  if (o.op_level_activations) {
+    bytes += 2;                         // the score op's fp16 output (the softmax op's input)
+    if (!o.fused_softmax) bytes += 2;   // the softmax op's fp16 output (the dropout op's input)
+  }
+  return bytes;
+}
+
+namespace {
+// Per op of Aceso's GPT layer: (replicated s*b*h bytes, TP-split s*b*h bytes, bytes per
+// attention-score element). Split terms generalise to GQA/FFN width as the fused count does.
+struct OpBytes {
+  double replicated_sbh, split_sbh, per_score;
+};
+OpBytes layer_op_bytes(const ModelSpec& m, int op, const TrainingOptions& o) {
+  const double r = static_cast<double>(m.effective_kv_heads()) / m.heads;
+  const double mlp = m.family == ModelFamily::kGpt ? 4.0 * m.ffn_hidden / m.hidden : 8.0 * m.ffn_hidden / m.hidden;
+  switch (op) {
+    case 0: return {2, 0, 0};                          // LN1 input
+    case 1: return {0, 2 + 4 * r, 0};                  // Q, K, V
+    case 2: return {0, 0, 2};                          // raw scores (the softmax op's input)
+    case 3: return {0, 0, o.fused_softmax ? 2.0 : 6.0};  // probabilities (+ fp32 copy unfused)
+    case 4: return {0, 0, 3};                          // dropout mask 1 + output 2
+    case 5: return {0, 2, 0};                          // context (dense input)
+    case 6: return {2, 0, 0};                          // dense output
+    case 7: return {3, 0, 0};                          // residual dropout mask + sum
+    case 8: return {2, 0, 0};                          // LN2 input
+    case 9: return {0, mlp / 2, 0};                    // GEMM1 output (GeLU input)
+    case 10: return {0, mlp / 2, 0};                   // GeLU output (GEMM2 input)
+    case 11: return {2, 0, 0};                         // GEMM2 output
+    default: return {3, 0, 0};                         // residual dropout mask + sum
+  }
+}
+}  // namespace
+
+std::int64_t layer_ops_activation_bytes(const ModelSpec& m, int first_op, int last_op, int tp,
+                                        int micro_batch_size, const TrainingOptions& o) {
+  const double sbh = static_cast<double>(m.seq_len) * micro_batch_size * m.hidden;
+  const double scores = static_cast<double>(m.heads) * m.seq_len * m.seq_len * micro_batch_size / tp;
+  const double sp_div = o.sequence_parallel ? tp : 1.0;
+  double bytes = 0;
+  for (int op = std::max(0, first_op); op < std::min(last_op, kOpsPerLayer); ++op) {
+    const OpBytes b = layer_op_bytes(m, op, o);
+    bytes += sbh * (b.replicated_sbh / sp_div + b.split_sbh / tp) + b.per_score * scores;
+  }
+  return static_cast<i64>(bytes);
+}
+
+std::int64_t layer_ops_params_per_rank(const ModelSpec& m, int first_op, int last_op, int tp) {
+  const i64 h = m.hidden;
+  const i64 q = static_cast<i64>(m.heads) * m.head_dim;
+  const i64 kv = static_cast<i64>(m.effective_kv_heads()) * m.head_dim;
+  const i64 f = m.ffn_hidden;
+  i64 n = 0;
+  for (int op = std::max(0, first_op); op < std::min(last_op, kOpsPerLayer); ++op) {
+    if (op == 0 || op == 8) n += 2 * h;                                    // LayerNorm
+    if (op == 1) n += (h * (q + 2 * kv) + (q + 2 * kv) + tp - 1) / tp;    // QKV
+    if (op == 6) n += (q * h + tp - 1) / tp + h;                          // dense + bias
+    if (op == 9) n += (h * f + f + tp - 1) / tp;                          // GEMM1
+    if (op == 11) n += (f * h + tp - 1) / tp + h;                         // GEMM2 + bias
+  }
+  return n;
+}
+
 std::int64_t stage_params_per_rank(const ModelSpec& m, int first_block, int last_block, int tp) {
   i64 n = 0;
   const int head_block = m.num_layers + 1;
@@ -76,16 +143,23 @@ std::int64_t block_activation_bytes(const ModelSpec& m, int block, int tp, int m
   const double r = static_cast<double>(m.effective_kv_heads()) / m.heads;
   const double mlp = m.family == ModelFamily::kGpt ? 4.0 * m.ffn_hidden / h : 8.0 * m.ffn_hidden / h;
   const double split = 4.0 + 4.0 * r + mlp;
-  const double linear = sbh * (10.0 / sp_div + split / t);
+  // An op-level runtime also keeps the attention and MLP output projections (2 sbh each,
+  // replicated: they follow the TP all-reduce), which fused layers free at once.
+  const double replicated = o.op_level_activations ? 14.0 : 10.0;
+  const double linear = sbh * (replicated / sp_div + split / t);
   if (o.recompute == Recompute::kSelective) return static_cast<i64>(linear);
-  const double scores = 5.0 * m.heads * s * s * b / t;  // softmax out 2 + mask 1 + dropout out 2
-  return static_cast<i64>(linear + scores);
+  return static_cast<i64>(linear + attention_score_bytes_per_element(o) * m.heads * s * s * b / t);
 }
 
 MemoryBreakdown stage_memory(const ModelSpec& m, const StageShape& sh, const MemoryModelConstants& c) {
   MemoryBreakdown out;
   const TrainingOptions& o = sh.options;
-  const double params = static_cast<double>(stage_params_per_rank(m, sh.first_block, sh.last_block, sh.tp));
+  const int tail_ops = std::clamp(sh.tail_ops_of_previous_layer, 0, kOpsPerLayer);
+  const int head_ops = std::clamp(sh.head_ops_of_next_layer, 0, kOpsPerLayer);
+  const double params = static_cast<double>(
+      stage_params_per_rank(m, sh.first_block, sh.last_block, sh.tp) +
+      layer_ops_params_per_rank(m, kOpsPerLayer - tail_ops, kOpsPerLayer, sh.tp) +
+      layer_ops_params_per_rank(m, 0, head_ops, sh.tp));
   const StaticBytes per = static_bytes_per_param(o);
   const double dp = std::max(1, sh.dp);
   out.weights_bytes = static_cast<i64>(params * per.weights / (o.zero_stage >= 3 ? dp : 1.0));
@@ -101,13 +175,19 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const StageShape& sh, const Mem
   if (sh.first_block == 0) per_micro += block_activation_bytes(m, 0, sh.tp, sh.micro_batch_size, o);
   const bool has_head = sh.last_block > head_block;
   if (has_head) per_micro += block_activation_bytes(m, head_block, sh.tp, sh.micro_batch_size, o);
+  per_micro += layer_ops_activation_bytes(m, kOpsPerLayer - tail_ops, kOpsPerLayer, sh.tp, sh.micro_batch_size, o) +
+               layer_ops_activation_bytes(m, 0, head_ops, sh.tp, sh.micro_batch_size, o);
   out.activations_bytes = per_micro * std::max(1, sh.in_flight_micro_batches);
 
   // Transients of one micro-batch: the logits on the last stage; under full recompute, one
   // layer's full activations while it is recomputed.
   double transient = 0;
   if (has_head) {
-    transient += c.logits_bytes_per_element * m.seq_len * static_cast<double>(sh.micro_batch_size) *
+    // An op-level runtime's head op keeps one fp32 softmax of the logits (4 B per element,
+    // Aceso's op profile) and frees the rest inside the op; fused Megatron holds more
+    // (fp16 logits, fp32 copy, gradient: the calibrated constant).
+    const double logits_bytes = o.op_level_activations ? 4.0 : c.logits_bytes_per_element;
+    transient += logits_bytes * m.seq_len * static_cast<double>(sh.micro_batch_size) *
                  m.vocab / sh.tp;
   }
   if (o.recompute == Recompute::kFull && nlayers > 0) {

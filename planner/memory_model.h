@@ -7,7 +7,8 @@
 //   - weights/grads/optimizer: mixed precision = 2 B fp16 weights + 2 B fp16 grads (DeepSpeed/
 //     Megatron keep fp32 main grads too: 4 B) + 12 B optimizer (fp32 master + Adam m, v);
 //     ZeRO-1 shards the 12 B over DP, ZeRO-2 also the grads, ZeRO-3 also the weights.
-//   - activations per layer per micro-batch (Korthikanti et al. 2022, bytes):
+//   - activations per layer per micro-batch (Korthikanti et al. 2022, bytes; options select
+//     an op-level runtime or an unfused fp32 softmax, attention_score_bytes_per_element()):
 //       none:      s*b*h*(34/sp_div + 5*a*s/(h*t))  with 34 = 10 + 24/t without SP (10 stays
 //                  replicated), = 34/t with sequence parallel
 //       selective: s*b*h*34/t (SP) or s*b*h*(10 + 24/t)
@@ -37,7 +38,23 @@ struct StageShape {
   int micro_batch_size = 1;
   int in_flight_micro_batches = 1;  // in_flight_micro_batches(stage, p, m)
   TrainingOptions options;
+  // Op-level partitions (Aceso's runtime, kOpsPerLayer ops per layer in its order): the stage
+  // also holds the last `tail_ops_of_previous_layer` ops of layer first_block - 1 and the first
+  // `head_ops_of_next_layer` ops of layer last_block. 0 for Flotilla's layer-granular plans.
+  int tail_ops_of_previous_layer = 0;
+  int head_ops_of_next_layer = 0;
 };
+
+// Aceso's GPT layer as 13 ops: LN1, QKV, score, softmax, dropout, context, dense, residual
+// dropout, LN2, GEMM1, GeLU, GEMM2, residual dropout.
+inline constexpr int kOpsPerLayer = 13;
+
+// Activation bytes held by ops [first_op, last_op) of one GPT layer for one micro-batch on one
+// rank, in an op-level runtime (per op: what stays alive; they sum to block_activation_bytes
+// with op_level_activations set). Parameters of those ops per rank likewise.
+std::int64_t layer_ops_activation_bytes(const ModelSpec& model, int first_op, int last_op, int tp,
+                                        int micro_batch_size, const TrainingOptions& options);
+std::int64_t layer_ops_params_per_rank(const ModelSpec& model, int first_op, int last_op, int tp);
 
 struct MemoryBreakdown {
   std::int64_t weights_bytes = 0;
@@ -68,6 +85,10 @@ inline int in_flight_micro_batches(int stage_index, int num_stages, int num_micr
 // Parameters held by one rank of a stage (after TP sharding, before ZeRO).
 std::int64_t stage_params_per_rank(const ModelSpec& model, int first_block, int last_block,
                                    int tp);
+// Bytes held per attention-score element (a*s*s*b/t of them per layer): 5 for fused Megatron
+// layers (Korthikanti), 7 with an unfused fp32 softmax, 7 for an op-level runtime with a fused
+// softmax (Aceso's own op profile), 11 for an op-level runtime with an unfused fp32 softmax.
+double attention_score_bytes_per_element(const TrainingOptions& options);
 // Activation bytes of one block for one micro-batch on one rank.
 std::int64_t block_activation_bytes(const ModelSpec& model, int block, int tp,
                                     int micro_batch_size, const TrainingOptions& options);

@@ -26,6 +26,15 @@ struct TrainingOptions {
   int zero_stage = 0;  // 0..3 (ZeRO-1 shards optimizer, 2 also grads, 3 also weights)
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
+  // How the framework holds activations (docs/planner.md, "Two activation layouts"):
+  // false = fused Megatron layers (Korthikanti's count; Megatron-LM / Megatron-DeepSpeed).
+  // true = an op-level runtime (Aceso's Megatron fork, 13 modules per layer) that keeps every
+  //   op's output alive as the next op's input: + the raw attention scores, the attention and
+  //   MLP output projections.
+  bool op_level_activations = false;
+  // false = the softmax runs unfused in fp32 (apply_query_key_layer_scaling forces fp32
+  // softmax): it saves fp32 probabilities (4 B per score) instead of fp16 ones.
+  bool fused_softmax = true;
 };
 
 struct Replica {
