@@ -87,6 +87,8 @@ std::string layers_of(int first, int last, int num_layers) {
   return text;
 }
 
+constexpr int kNodesListed = 12;  // the table lists this many nodes; --json lists all
+
 struct Args {
   std::string model, cluster, profiles, network, catalog;
   fp::Objective objective = fp::Objective::kMaxThroughput;
@@ -355,8 +357,15 @@ static int run_plan(const std::vector<std::string>& raw) {
               args.objective == fp::Objective::kMaxThroughput ? "max throughput" : "min cost",
               free_gpus);
   print_table(best, *model);
-  std::printf("\nplacement (best fit):");
-  for (const auto& [node, gpus] : by_node) std::printf(" %s:%d", node.c_str(), gpus);
+  std::printf("\nplacement (best fit, node:GPUs):");
+  int listed = 0;
+  for (const auto& [node, gpus] : by_node) {
+    if (listed++ == kNodesListed) {
+      std::printf(" ... and %zu more nodes", by_node.size() - kNodesListed);
+      break;
+    }
+    std::printf(" %s:%d", node.c_str(), gpus);
+  }
   std::printf("\n");
   for (const std::string& why : packed.rejections) std::printf("  not placed: %s\n", why.c_str());
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <deque>
 #include <set>
 
-#include "planner/time_model.h"
+#include "planner/search_proxy.h"
 #include "planner/search_space.h"
 #include "planner/stage_dp.h"
 
@@ -30,6 +32,12 @@ bool better_plan(const Evaluation& a, int gpus_a, int stages_a, const Evaluation
 }
 
 namespace {
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
 
 // Collects feasible plans and rejection lines; keeps the ranking deterministic.
 class Collector {
@@ -74,10 +82,14 @@ class Collector {
   std::set<std::string> offered_;
 };
 
-struct Scored {
-  double iter_seconds = 0;      // proxy
-  double usd_per_iteration = 0; // proxy
-  const DpCandidate* candidate = nullptr;
+// A complete DP state worth evaluating, with its proxy numbers.
+struct Pending {
+  int penalty = 0;        // constraints the proxy says it breaks
+  double value = 0;       // objective proxy: iter seconds (throughput) or USD/iter (cost)
+  int mbs = 1;
+  int dp = 1;
+  int config_set = 0;     // index into Searcher::config_sets_
+  std::vector<StageChoice> choices;
 };
 
 class Searcher {
@@ -97,6 +109,7 @@ class Searcher {
       return;
     }
     for (int mbs : micro_batch_sizes(request_)) search_micro_batch(mbs);
+    evaluate_best();
     collector_.rank();
     auto& plans = result_.plans;
     if (static_cast<int>(plans.size()) > request_.options.max_plans)
@@ -105,39 +118,47 @@ class Searcher {
   }
 
  private:
-  // Best objective value among the plans kept for one (mbs, D); nullopt when none.
-  std::optional<double> search_point(int mbs, int dp) {
-    const std::vector<StageConfig> configs = stage_configs(request_, pools_, dp);
+  bool throughput() const { return request_.objective == Objective::kMaxThroughput; }
+
+  double tokens_per_iteration() const {
+    return static_cast<double>(request_.global_batch_size) * request_.model.seq_len;
+  }
+
+  // Branch and bound for the stage DP: iteration >= m x slowest cycle, so a pipeline whose
+  // slowest cycle exceeds bound / m cannot beat the best plan already found (throughput), or
+  // cannot meet the throughput floor.
+  double stage_bound(int m, int dp) const {
+    double bound = 1e300;
+    if (request_.constraints.min_tokens_per_second)
+      bound = std::min(bound, tokens_per_iteration() / *request_.constraints.min_tokens_per_second / m);
+    if (request_.options.branch_and_bound && throughput() && best_feasible_value_)
+      bound = std::min(bound, *best_feasible_value_ * kBoundSlack / m);
+    if (request_.options.branch_and_bound && !throughput() && best_feasible_value_) {
+      // cost >= (cheapest GPU-second) x D x m x slowest cycle
+      double cheapest = 1e300;
+      for (const SearchPool& pool : pools_) cheapest = std::min(cheapest, pool.gpu->usd_per_hour / 3600.0);
+      if (cheapest > 0) bound = std::min(bound, *best_feasible_value_ * kBoundSlack / (cheapest * dp * m));
+    }
+    return bound;
+  }
+
+  // Best proxy objective (lower is better) among constraint-respecting candidates of one
+  // (mbs, D); nullopt when none.
+  std::optional<double> search_point(int mbs, int dp, ProxyTimer& timer) {
+    std::vector<StageConfig> configs = stage_configs(request_, pools_, dp);
     const std::string what = "mbs " + std::to_string(mbs) + ", D " + std::to_string(dp);
     if (configs.empty()) {
       collector_.reject("too-few-gpus", what, "no pool has " + std::to_string(dp) +
                                                   " free GPUs for D replicas");
       return std::nullopt;
     }
-    // Per config, from the time model itself: prefix sums of each block's forward + backward
-    // (recompute included) and the p2p cycle a non-last stage adds.
     std::vector<std::vector<double>> prefix;
     std::vector<double> p2p_cycle;
     for (const StageConfig& config : configs) {
-      const SearchPool& pool = pools_[config.pool];
-      const std::vector<const GpuType*> one_gpu = {pool.gpu};
-      Stage stage;
-      stage.tp = config.tp;
-      stage.replicas = {Replica{pool.gpu_type, pool.zones.front().first, 0}};
-      std::vector<double> p(blocks_ + 1, 0.0);
-      double p2p = 0;
-      for (int b = 0; b < blocks_; ++b) {
-        stage.first_block = b;
-        stage.last_block = b + 1;
-        const StageTiming t = stage_timing(request_.model, stage, one_gpu, mbs, request_.training,
-                                           *context_.compute, *context_.network,
-                                           LinkKind::kInterNode, LinkKind::kInterNode);
-        p[b + 1] = p[b] + t.forward_s + t.backward_s;
-        p2p = std::max(p2p, 2.0 * t.p2p_s);
-      }
-      prefix.push_back(std::move(p));
-      p2p_cycle.push_back(p2p);
+      prefix.push_back(timer.cycle_prefix(config));
+      p2p_cycle.push_back(timer.p2p_cycle(config));
     }
+    const int m = request_.global_batch_size / (mbs * dp);
     StageDpInput input;
     input.model = &request_.model;
     input.training = &request_.training;
@@ -148,22 +169,22 @@ class Searcher {
     input.memory_constants = &context_.memory_constants;
     input.micro_batch_size = mbs;
     input.dp = dp;
-    input.num_micro_batches = request_.global_batch_size / (mbs * dp);
+    input.num_micro_batches = m;
     input.max_stages = max_stages_;
+    input.max_stage_seconds = stage_bound(m, dp);
     StageDp solver(input);
     if (request_.options.heuristics) {
       // H2: a block that fits no (GPU, TP) alone rules out this (mbs, D) before the DP.
       for (int b = 0; b < blocks_; ++b) {
-        if (!solver.block_fits_somewhere(b)) {
-          const std::string name = b == 0 ? "the embedding (block 0)"
-                                   : b == blocks_ - 1
-                                       ? "the LM head (block " + std::to_string(b) + ")"
-                                       : "layer " + std::to_string(b);
-          collector_.reject("oom", what,
-                            "OOM: " + name +
-                                " alone exceeds every free GPU's memory at the largest TP allowed");
-          return std::nullopt;
-        }
+        if (solver.block_fits_somewhere(b)) continue;
+        const std::string name = b == 0 ? "the embedding (block 0)"
+                                 : b == blocks_ - 1
+                                     ? "the LM head (block " + std::to_string(b) + ")"
+                                     : "layer " + std::to_string(b);
+        collector_.reject("oom", what,
+                          "OOM: " + name +
+                              " alone exceeds every free GPU's memory at the largest TP allowed");
+        return std::nullopt;
       }
     }
     solver.solve();
@@ -172,108 +193,86 @@ class Searcher {
     if (solver.truncated())
       collector_.reject("truncated", what,
                         "stage DP stopped at its state budget; deeper pipelines not explored");
-    const std::vector<DpCandidate> found = solver.candidates();
+    std::vector<DpCandidate> found = solver.candidates();
     result_.stats.plans_considered += static_cast<std::int64_t>(found.size());
     if (found.empty()) {
-      collector_.reject("oom", what,
-                        "no split into stages fits in memory with the free GPUs (OOM or too few "
-                        "GPUs for every depth)");
+      if (input.max_stage_seconds < 1e300) {
+        ++result_.rejection_counts["pruned-bound"];
+      } else {
+        collector_.reject("oom", what,
+                          "no split into stages fits in memory with the free GPUs (OOM or too "
+                          "few GPUs at every depth)");
+      }
       return std::nullopt;
     }
-    const int m = input.num_micro_batches;
-    std::vector<Scored> scored;
-    scored.reserve(found.size());
-    for (const DpCandidate& candidate : found)
-      scored.push_back(score(candidate, configs, mbs, m, dp));
+    const int set = static_cast<int>(config_sets_.size());
+    config_sets_.push_back(std::move(configs));
+    const std::vector<StageConfig>& kept_configs = config_sets_.back();
 
-    // Per depth, the few best by the proxy go to evaluate(); the proxy ranks, evaluate() decides.
     std::optional<double> best;
-    for (int depth = 1; depth <= max_stages_; ++depth) {
-      std::vector<const Scored*> at_depth;
-      for (const Scored& s : scored)
-        if (s.candidate->stages == depth) at_depth.push_back(&s);
-      if (at_depth.empty()) continue;
-      std::sort(at_depth.begin(), at_depth.end(), [&](const Scored* a, const Scored* b) {
-        return proxy_key(*a) < proxy_key(*b);
-      });
-      int kept = 0;
-      for (const Scored* s : at_depth) {
-        if (kept >= kCandidatesPerDepth) break;
-        ++kept;
-        Plan plan;
-        const std::string why =
-            materialize_plan(request_, pools_, configs, s->candidate->choices, mbs, dp, plan);
-        if (!why.empty()) {
-          collector_.reject("too-few-gpus", what, why);
-          continue;
-        }
-        if (collector_.offer(plan, context_)) {
-          const Evaluation& e = result_.plans.back().evaluation;
-          const double value = request_.objective == Objective::kMaxThroughput
-                                   ? e.tokens_per_second
-                                   : -e.usd_per_iteration;
-          if (!best || value > *best) best = value;
-        }
+    std::vector<std::vector<Pending>> by_depth(max_stages_ + 1);
+    for (DpCandidate& candidate : found) {
+      const ProxyTimer::Estimate e = timer.estimate(candidate.choices, kept_configs, dp, m);
+      Pending pending;
+      pending.value = throughput() ? e.iter_seconds : e.usd_per_iteration;
+      const SearchConstraints& c = request_.constraints;
+      if (c.max_usd_per_iteration && e.usd_per_iteration > *c.max_usd_per_iteration) {
+        ++pending.penalty;
+        proxy_reject("over-budget", what, candidate.stages,
+                     "over budget: " + fixed(e.usd_per_iteration, 4) + " USD/iter > " +
+                         fixed(*c.max_usd_per_iteration, 4) + " (predicted)");
       }
+      if (c.min_tokens_per_second && tokens_per_iteration() / e.iter_seconds < *c.min_tokens_per_second) {
+        ++pending.penalty;
+        proxy_reject("below-min-throughput", what, candidate.stages,
+                     "below minimum throughput: " + fixed(tokens_per_iteration() / e.iter_seconds, 0) +
+                         " tokens/s < " + fixed(*c.min_tokens_per_second, 0) + " (predicted)");
+      }
+      pending.mbs = mbs;
+      pending.dp = dp;
+      pending.config_set = set;
+      pending.choices = std::move(candidate.choices);
+      if (pending.penalty == 0) {
+        if (!best || pending.value < *best) best = pending.value;
+        if (!best_feasible_value_ || pending.value < *best_feasible_value_) best_feasible_value_ = pending.value;
+      }
+      by_depth[candidate.stages].push_back(std::move(pending));
+    }
+    // Per depth, the few best by the proxy wait for evaluate().
+    for (auto& list : by_depth) {
+      std::sort(list.begin(), list.end(), [](const Pending& a, const Pending& b) {
+        return a.penalty != b.penalty ? a.penalty < b.penalty : a.value < b.value;
+      });
+      for (std::size_t i = 0; i < list.size() && i < kCandidatesPerDepth; ++i)
+        pending_.push_back(std::move(list[i]));
     }
     return best;
   }
 
-  // Lower is better. Proxy-infeasible candidates sort after all proxy-feasible ones.
-  std::pair<int, double> proxy_key(const Scored& s) const {
-    const SearchConstraints& c = request_.constraints;
-    const double tokens = tokens_per_iteration() / s.iter_seconds;
-    int penalty = 0;
-    if (c.max_usd_per_iteration && s.usd_per_iteration > *c.max_usd_per_iteration) ++penalty;
-    if (c.min_tokens_per_second && tokens < *c.min_tokens_per_second) ++penalty;
-    const double value = request_.objective == Objective::kMaxThroughput ? s.iter_seconds
-                                                                          : s.usd_per_iteration;
-    return {penalty, value};
+  void proxy_reject(const std::string& kind, const std::string& what, int stages, std::string why) {
+    collector_.reject(kind, what + ", " + std::to_string(stages) + " stages", std::move(why));
   }
 
-  double tokens_per_iteration() const {
-    return static_cast<double>(request_.global_batch_size) * request_.model.seq_len;
-  }
-
-  // The time model on the candidate's stages (as evaluate() composes them, without the
-  // per-rank memory report): cheap enough to score every complete DP state.
-  Scored score(const DpCandidate& candidate, const std::vector<StageConfig>& configs, int mbs,
-               int m, int dp) const {
-    std::vector<StageTiming> timings;
-    timings.reserve(candidate.choices.size());
-    double usd_per_second = 0;
-    Stage stage;
-    std::vector<const GpuType*> gpus;
-    for (std::size_t i = 0; i < candidate.choices.size(); ++i) {
-      const StageChoice& choice = candidate.choices[i];
-      const StageConfig& config = configs[choice.config];
-      const SearchPool& pool = pools_[config.pool];
-      stage.first_block = choice.first_block;
-      stage.last_block = choice.last_block;
-      stage.tp = config.tp;
-      stage.replicas.assign(dp, Replica{pool.gpu_type, pool.zones.front().first, 0});
-      gpus.assign(dp, pool.gpu);
-      LinkKind to_next = LinkKind::kInterNode;
-      if (i + 1 < candidate.choices.size()) {
-        const SearchPool& next = pools_[configs[candidate.choices[i + 1].config].pool];
-        to_next = std::max(to_next, context_.network->link_between(
-                                        pool.zones.front().first, next.zones.front().first, false));
+  // evaluate() decides: best proxy first, until enough feasible plans are kept.
+  void evaluate_best() {
+    std::stable_sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
+      return a.penalty != b.penalty ? a.penalty < b.penalty : a.value < b.value;
+    });
+    int evaluated = 0;
+    for (const Pending& pending : pending_) {
+      if (static_cast<int>(result_.plans.size()) >= request_.options.max_plans + kSpareEvaluations ||
+          evaluated >= kMaxEvaluations)
+        break;
+      Plan plan;
+      const std::string why = materialize_plan(request_, pools_, config_sets_[pending.config_set],
+                                               pending.choices, pending.mbs, pending.dp, plan);
+      if (!why.empty()) {
+        collector_.reject("too-few-gpus", describe_plan(plan), why);
+        continue;
       }
-      const LinkKind dp_link = dp > 1 && config.tp * dp <= pool.gpu->gpus_per_node &&
-                                       config.tp * dp <= pool.zones.front().second
-                                   ? LinkKind::kIntraNode
-                                   : (config.tp * dp <= pool.zones.front().second
-                                          ? LinkKind::kInterNode
-                                          : LinkKind::kCrossZone);
-      timings.push_back(stage_timing(request_.model, stage, gpus, mbs, request_.training,
-                                     *context_.compute, *context_.network, to_next, dp_link));
-      usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
+      ++evaluated;
+      collector_.offer(std::move(plan), context_);
     }
-    Scored s;
-    s.candidate = &candidate;
-    s.iter_seconds = pipeline_iter_seconds(timings, m).iter_seconds;
-    s.usd_per_iteration = usd_per_second * s.iter_seconds;
-    return s;
   }
 
   void search_micro_batch(int mbs) {
@@ -281,21 +280,21 @@ class Searcher {
     int largest_pool = 0;
     for (const SearchPool& pool : pools_) largest_pool = std::max(largest_pool, pool.gpus);
     std::vector<int> degrees = dp_degrees(request_, mbs, largest_pool);
-    const bool throughput = request_.objective == Objective::kMaxThroughput;
     // H3: throughput -> largest D first; H4: cost -> smallest D first.
-    if (throughput) std::reverse(degrees.begin(), degrees.end());
+    if (throughput()) std::reverse(degrees.begin(), degrees.end());
+    ProxyTimer timer(request_, context_, pools_, mbs);
     std::optional<double> previous;
     for (std::size_t i = 0; i < degrees.size(); ++i) {
-      const std::optional<double> best = search_point(mbs, degrees[i]);
+      const std::optional<double> best = search_point(mbs, degrees[i], timer);
       if (!request_.options.heuristics || !best) continue;
-      if (previous && *best < *previous && i + 1 < degrees.size()) {
+      if (previous && *best > *previous && i + 1 < degrees.size()) {
         const std::string rest = "mbs " + std::to_string(mbs) + ", D " +
-                                 (throughput ? "< " : "> ") + std::to_string(degrees[i]);
-        collector_.reject(throughput ? "pruned-h3" : "pruned-h4", rest,
-                          throughput ? "not explored (H3): throughput stopped increasing at D " +
-                                           std::to_string(degrees[i])
-                                     : "not explored (H4): cost stopped decreasing at D " +
-                                           std::to_string(degrees[i]));
+                                 (throughput() ? "< " : "> ") + std::to_string(degrees[i]);
+        collector_.reject(throughput() ? "pruned-h3" : "pruned-h4", rest,
+                          throughput() ? "not explored (H3): throughput stopped increasing at D " +
+                                             std::to_string(degrees[i])
+                                       : "not explored (H4): cost stopped decreasing at D " +
+                                             std::to_string(degrees[i]));
         break;
       }
       previous = best;
@@ -308,7 +307,7 @@ class Searcher {
       auto it = counts.find(kind);
       return it == counts.end() ? 0 : it->second;
     };
-    // The most telling example: an evaluated OOM, else any memory failure, else the first.
+    // The most telling example: an OOM, else a broken constraint, else the first line.
     std::string first;
     for (const char* kind : {"oom", "over-budget", "below-min-throughput", "over-quota"}) {
       for (const Rejection& r : result_.rejections) {
@@ -326,13 +325,20 @@ class Searcher {
            " free); e.g. " + first;
   }
 
-  static constexpr int kCandidatesPerDepth = 3;
+  static constexpr std::size_t kCandidatesPerDepth = 3;
+  static constexpr int kSpareEvaluations = 2;
+  static constexpr int kMaxEvaluations = 200;
+  // The bound uses proxy numbers; the slack keeps plans the proxy slightly over-estimates.
+  static constexpr double kBoundSlack = 1.02;
 
   const SearchRequest& request_;
   const EvalContext& context_;
   SearchResult& result_;
   Collector collector_;
   std::vector<SearchPool> pools_;
+  std::deque<std::vector<StageConfig>> config_sets_;
+  std::vector<Pending> pending_;
+  std::optional<double> best_feasible_value_;
   int total_gpus_ = 0;
   int blocks_ = 0;
   int max_stages_ = 1;

@@ -43,6 +43,7 @@ struct SearchOptions {
   std::vector<int> tp_degrees = {1, 2, 4, 8};
   int max_stages = 0;        // 0: one per block at most
   bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
+  bool branch_and_bound = true;  // false: the DP keeps stages slower than the best plan allows
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned (counts are kept for all)
 };

@@ -84,6 +84,7 @@ void StageDp::solve() {
   levels_[0].tau[static_cast<std::size_t>(root) * (blocks_ + 1) + blocks_] = 0.0f;
 
   const int configs = static_cast<int>(in_.configs->size());
+  const float limit = in_.max_stage_seconds >= 3e38 ? kInf : static_cast<float>(in_.max_stage_seconds);
   std::vector<int> next_usage(pools_);
   for (int depth = 0; depth < in_.max_stages; ++depth) {
     levels_.emplace_back();
@@ -102,9 +103,12 @@ void StageDp::solve() {
         int target = -1;
         for (int end = 1; end <= blocks_; ++end) {
           const float before = tau[end];
-          if (before == kInf) continue;
+          if (before == kInf || before > limit) continue;
           const int lowest = mem_start(c, in_flight, end);
           if (lowest >= end) continue;
+          const double end_time = prefix[end] + p2p;
+          // The single-block stage is the fastest this end allows; past the bound, skip.
+          if (static_cast<float>(end_time - prefix[end - 1]) > limit) continue;
           if (target < 0) {
             const std::uint64_t key = here.keys[s] + config.tp * stride_[config.pool];
             auto found = next.index.find(key);
@@ -118,14 +122,13 @@ void StageDp::solve() {
               std::copy(usage, usage + pools_, next_usage.begin());
               next_usage[config.pool] += config.tp;
               target = add_state(next, key, next_usage.data());
-              // add_state may reallocate `here` only if here == next, which it is not.
             }
           }
           const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
           float* best = &next.tau[row];
-          const double end_time = prefix[end] + p2p;
           for (int start = end - 1; start >= lowest; --start) {
             const float stage = static_cast<float>(end_time - prefix[start]);
+            if (stage > limit) break;  // earlier starts only make the stage slower
             const float slowest = stage > before ? stage : before;
             if (slowest < best[start]) {
               best[start] = slowest;

@@ -38,6 +38,9 @@ struct StageDpInput {
   int dp = 1;
   int num_micro_batches = 1;
   int max_stages = 1;
+  // Branch and bound: no stage may be slower than this (a known plan already beats any
+  // pipeline whose slowest cycle exceeds it, since iteration >= m x slowest cycle).
+  double max_stage_seconds = 1e300;
   std::int64_t max_states = 400000;
 };
 

@@ -1,0 +1,126 @@
+#include "planner/search_proxy.h"
+
+#include <algorithm>
+
+#include "planner/memory_model.h"
+#include "planner/time_model.h"
+
+namespace flotilla::planner {
+
+ProxyTimer::ProxyTimer(const SearchRequest& request, const EvalContext& context,
+                       const std::vector<SearchPool>& pools, int micro_batch_size)
+    : request_(request), context_(context), pools_(pools), mbs_(micro_batch_size) {
+  blocks_ = request.model.num_blocks();
+}
+
+ProxyTimer::Table& ProxyTimer::table(const StageConfig& config) {
+  const int key = config.pool * 64 + config.tp;
+  auto found = tables_.find(key);
+  if (found != tables_.end()) return found->second;
+  Table t;
+  t.forward.assign(blocks_ + 1, 0.0);
+  t.backward.assign(blocks_ + 1, 0.0);
+  t.update.assign(blocks_ + 1, 0.0);
+  t.cycle.assign(blocks_ + 1, 0.0);
+  const SearchPool& pool = pools_[config.pool];
+  const std::vector<const GpuType*> one = {pool.gpu};
+  Stage stage;
+  stage.tp = config.tp;
+  stage.replicas = {Replica{pool.gpu_type, pool.zones.front().first, 0}};
+  for (int b = 0; b < blocks_; ++b) {
+    stage.first_block = b;
+    stage.last_block = b + 1;
+    // Per block through stage_timing() itself, so recompute and profile handling match.
+    const StageTiming s = stage_timing(request_.model, stage, one, mbs_, request_.training,
+                                       *context_.compute, *context_.network, LinkKind::kInterNode,
+                                       LinkKind::kInterNode);
+    t.forward[b + 1] = t.forward[b] + s.forward_s;
+    t.backward[b + 1] = t.backward[b] + s.backward_s;
+    t.update[b + 1] = t.update[b] + s.update_s;
+    t.cycle[b + 1] = t.forward[b + 1] + t.backward[b + 1];
+  }
+  return tables_.emplace(key, std::move(t)).first->second;
+}
+
+double ProxyTimer::p2p_seconds(const StageConfig& config, LinkKind link) {
+  Table& t = table(config);
+  double& cached = t.p2p_s[static_cast<int>(link)];
+  if (cached < 0) {
+    const SearchPool& pool = pools_[config.pool];
+    Stage stage;
+    stage.tp = config.tp;
+    stage.first_block = 1;  // any block but the head sends activations on
+    stage.last_block = 2;
+    stage.replicas = {Replica{pool.gpu_type, pool.zones.front().first, 0}};
+    cached = stage_timing(request_.model, stage, {pool.gpu}, mbs_, request_.training,
+                          *context_.compute, *context_.network, link, LinkKind::kInterNode)
+                 .p2p_s;
+  }
+  return cached;
+}
+
+const std::vector<double>& ProxyTimer::cycle_prefix(const StageConfig& config) {
+  return table(config).cycle;
+}
+
+double ProxyTimer::p2p_cycle(const StageConfig& config) {
+  return 2.0 * p2p_seconds(config, LinkKind::kInterNode);
+}
+
+double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int last, int dp,
+                                   LinkKind link) {
+  if (dp <= 1) return 0.0;
+  const std::uint64_t key = ((((static_cast<std::uint64_t>(config.pool) * 64 + config.tp) * 256 +
+                               first) * 256 + last) * 65536 + dp) * 4 + static_cast<int>(link);
+  auto found = sync_.find(key);
+  if (found != sync_.end()) return found->second;
+  // As time_model.cpp: fp32 main grads of the stage's rank, ring all-reduce over the replicas.
+  const GpuType& gpu = *pools_[config.pool].gpu;
+  const int gpus_per_node = std::max(1, std::min(config.tp, gpu.gpus_per_node));
+  const double grad_bytes =
+      4.0 * static_cast<double>(stage_params_per_rank(request_.model, first, last, config.tp));
+  const double seconds = context_.network->allreduce_seconds(grad_bytes, dp, link, gpu, gpus_per_node);
+  sync_.emplace(key, seconds);
+  return seconds;
+}
+
+ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choices,
+                                          const std::vector<StageConfig>& configs, int dp,
+                                          int num_micro_batches) {
+  std::vector<StageTiming> timings(choices.size());
+  double usd_per_second = 0;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const StageChoice& choice = choices[i];
+    const StageConfig& config = configs[choice.config];
+    const SearchPool& pool = pools_[config.pool];
+    const Table& t = table(config);
+    StageTiming& timing = timings[i];
+    timing.forward_s = t.forward[choice.last_block] - t.forward[choice.first_block];
+    timing.backward_s = t.backward[choice.last_block] - t.backward[choice.first_block];
+    timing.update_s = t.update[choice.last_block] - t.update[choice.first_block];
+    const std::string& zone = pool.zones.front().first;
+    if (i + 1 < choices.size()) {
+      const SearchPool& next = pools_[configs[choices[i + 1].config].pool];
+      const LinkKind link = std::max(LinkKind::kInterNode,
+                                     context_.network->link_between(zone, next.zones.front().first, false));
+      timing.p2p_s = p2p_seconds(config, link);
+    }
+    // As evaluate() composes it: intra-node when all replicas fit one node of one zone, then
+    // the link between neighbouring replicas' zones (which evaluate() takes the max with).
+    const bool one_zone = config.tp * dp <= pool.zones.front().second;
+    LinkKind dp_link = LinkKind::kInterNode;
+    if (dp > 1 && one_zone && config.tp * dp <= pool.gpu->gpus_per_node) dp_link = LinkKind::kIntraNode;
+    if (dp > 1)
+      dp_link = std::max(dp_link, context_.network->link_between(
+                                      zone, one_zone || pool.zones.size() < 2 ? zone : pool.zones[1].first,
+                                      false));
+    timing.dp_sync_s = dp_sync_seconds(config, choice.first_block, choice.last_block, dp, dp_link);
+    usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
+  }
+  Estimate e;
+  e.iter_seconds = pipeline_iter_seconds(timings, num_micro_batches).iter_seconds;
+  e.usd_per_iteration = usd_per_second * e.iter_seconds;
+  return e;
+}
+
+}  // namespace flotilla::planner

@@ -1,0 +1,57 @@
+// Fast iteration-time estimate of a search candidate, for ranking before evaluate().
+//
+// Guarantees: for a plan whose stages each sit in one zone, estimate() equals evaluate()'s
+//   iter_seconds (tests/planner/search_proxy_test.cpp holds it to 1e-9 relative): it composes
+//   the same time model — per-block forward/backward/update from stage_timing(), p2p from
+//   stage_timing(), DP sync as stage_timing() computes it, pipeline_iter_seconds() — but from
+//   cached per-(pool, TP) prefix sums, so one estimate costs O(stages), not O(blocks) lookups.
+//   cycle_prefix() and p2p_cycle() are the same numbers the stage DP minimises over.
+// Assumes: one micro-batch size per ProxyTimer; pools from merged_pools().
+// Caveats: replicas spread over several zones, and cross-zone traffic dollars, are only
+//   approximated (first zone of each pool); evaluate() stays the judge of every returned plan.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "planner/search_space.h"
+
+namespace flotilla::planner {
+
+class ProxyTimer {
+ public:
+  ProxyTimer(const SearchRequest& request, const EvalContext& context,
+             const std::vector<SearchPool>& pools, int micro_batch_size);
+
+  struct Estimate {
+    double iter_seconds = 0;
+    double usd_per_iteration = 0;  // compute only
+  };
+  Estimate estimate(const std::vector<StageChoice>& choices, const std::vector<StageConfig>& configs,
+                    int dp, int num_micro_batches);
+
+  // Prefix sums over blocks of forward + backward seconds (recompute included) of one
+  // micro-batch, and 2 x p2p seconds over an inter-node link, for a (pool, TP) pair.
+  const std::vector<double>& cycle_prefix(const StageConfig& config);
+  double p2p_cycle(const StageConfig& config);
+
+ private:
+  struct Table {
+    std::vector<double> forward, backward, update, cycle;  // prefix sums, blocks + 1
+    double p2p_s[4] = {-1, -1, -1, -1};                   // by LinkKind, lazily
+  };
+  Table& table(const StageConfig& config);
+  double p2p_seconds(const StageConfig& config, LinkKind link);
+  double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
+
+  const SearchRequest& request_;
+  const EvalContext& context_;
+  const std::vector<SearchPool>& pools_;
+  int mbs_ = 1;
+  int blocks_ = 0;
+  std::unordered_map<int, Table> tables_;            // key: pool * 64 + tp
+  std::unordered_map<std::uint64_t, double> sync_;   // (pool, tp, first, last, dp, link)
+};
+
+}  // namespace flotilla::planner
