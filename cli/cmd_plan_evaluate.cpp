@@ -16,7 +16,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: flotilla plan evaluate --sailor-plan FILE (--training-config FILE | --model NAME) "
-    "[--profiles DIR] [--network DIR] [--gpu-catalog FILE] [--json]";
+    "[--profiles DIR] [--network DIR] [--gpu-catalog FILE] "
+    "[--framework megatron|megatron-unfused-softmax|aceso-op-level] [--json]";
 
 int bad(const std::string& line) {
   std::fprintf(stderr, "flotilla plan evaluate: %s\n", line.c_str());
@@ -34,6 +35,7 @@ nlohmann::json memory_json(const fp::MemoryBreakdown& m) {
 
 int run_plan_evaluate(const std::vector<std::string>& args) {
   std::string plan_path, config_path, model_name, profiles_dir, network_dir, catalog_path;
+  std::string framework = "megatron";
   bool as_json = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -49,6 +51,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
     else if (a == "--profiles") ok = value(profiles_dir);
     else if (a == "--network") ok = value(network_dir);
     else if (a == "--gpu-catalog") ok = value(catalog_path);
+    else if (a == "--framework") ok = value(framework);
     else if (a == "--json") as_json = true;
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", kUsage);
@@ -91,6 +94,18 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
         return bad("unknown GPU type '" + r.gpu_type + "' in " + plan_path + "; add it with --gpu-catalog FILE");
       }
     }
+  }
+
+  // How the training framework holds activations (docs/planner.md, megatron-runs): fused
+  // Megatron layers (Megatron-LM, Megatron-DeepSpeed, Sailor's runs), the same with an unfused
+  // fp32 softmax, or Aceso's op-level runtime (which also runs its softmax unfused in fp32).
+  if (framework == "megatron-unfused-softmax") {
+    plan->plan.options.fused_softmax = false;
+  } else if (framework == "aceso-op-level") {
+    plan->plan.options.op_level_activations = true;
+    plan->plan.options.fused_softmax = false;
+  } else if (framework != "megatron") {
+    return bad("unknown --framework '" + framework + "'; use megatron, megatron-unfused-softmax or aceso-op-level");
   }
 
   fp::ComputeModel compute(profiles_dir.empty() ? nullptr : &profiles);

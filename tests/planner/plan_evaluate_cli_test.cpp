@@ -81,7 +81,8 @@ TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
   unknown.replace(unknown.find("A100-40"), 7, "B999-1");
   std::string negative = good_plan;
   negative.replace(negative.find("\"mbs\":1"), 7, "\"mbs\":-4");
-  const std::array<std::string, 5> cases = {
+  const std::array<std::string, 6> cases = {
+      "--sailor-plan " + write_temp("ok", good_plan) + " --model opt-350m --framework pytorch-eager",
       "--sailor-plan /no/such/file.json --model opt-350m",
       "--sailor-plan " + write_temp("bad", "{\"pipeline_list\": [") + " --model opt-350m",
       "--sailor-plan " + write_temp("unk", unknown) + " --model opt-350m",
@@ -96,6 +97,25 @@ TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
   }
   const CliRun ok = run_cli("--sailor-plan " + write_temp("ok", good_plan) + " --model opt-350m --json");
   EXPECT_EQ(ok.rc, 0) << ok.err;
+}
+
+// --framework aceso-op-level: hand-counted difference against fused Megatron for OPT-350M,
+// TP 4, mbs 1, one stage (one micro-batch in flight): per layer 226,492,416 B (op-level, fp32
+// softmax: 20 sbh + 11 a s^2 / t) - 117,440,512 B (Korthikanti: 16 sbh + 5 a s^2 / t), times 24
+// layers, and the head's logits at 4 B instead of 12 B per (s x V/t) element; all dynamic bytes
+// carry the 3.5 % allocator term.
+TEST(PlanEvaluateCli, FrameworkOptionChangesActivations) {
+  const std::string plan = R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],
+    "tmp_per_stage":[[[[["GH-96",4,"us-central1-a"]],4]]],"dp":[1]}],"mbs":1,"gbs":8})";
+  const std::string file = write_temp("fw", plan);
+  const CliRun fused = run_cli("--sailor-plan " + file + " --model opt-350m --json");
+  const CliRun op_level = run_cli("--sailor-plan " + file + " --model opt-350m --framework aceso-op-level --json");
+  ASSERT_EQ(fused.rc, 0) << fused.err;
+  ASSERT_EQ(op_level.rc, 0) << op_level.err;
+  const double diff = nlohmann::json::parse(op_level.out)["peak_bytes_max"].get<double>() -
+                      nlohmann::json::parse(fused.out)["peak_bytes_max"].get<double>();
+  const double expected = (24.0 * (226492416.0 - 117440512.0) + (4.0 - 12.0) * 2048 * 50272 / 4) * 1.035;
+  EXPECT_NEAR(diff / expected, 1.0, 0.01);
 }
 
 TEST(PlanEvaluateCli, OutOfMemoryIsReportedWithExitOne) {
