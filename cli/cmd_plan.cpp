@@ -11,12 +11,11 @@
 // Caveats: without --profiles, compute times come from FLOPs x calibrated efficiency.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/command.h"
 #include "cli/plan_evaluate.h"
+#include "cli/text_file.h"
 #include "planner/cluster.h"
 #include "planner/model_spec_io.h"
 #include "planner/network_io.h"
@@ -39,15 +38,6 @@ constexpr const char* kUsage =
 int bad(const std::string& line) {
   std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
   return 2;
-}
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
 }
 
 bool parse_number(const std::string& text, double& out) {
@@ -249,13 +239,13 @@ static int run_plan(const std::vector<std::string>& raw) {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!args.catalog.empty()) {
     std::string text;
-    if (!read_file(args.catalog, text)) return bad("cannot read GPU catalog file '" + args.catalog + "'");
+    if (!flotilla::cli::read_text_file(args.catalog, text)) return bad("cannot read GPU catalog file '" + args.catalog + "'");
     auto c = fp::apply_catalog_override(std::move(catalog), text);
     if (!c) return bad(args.catalog + ": " + c.error());
     catalog = std::move(c.value());
   }
   std::string cluster_text;
-  if (!read_file(args.cluster, cluster_text)) return bad("cannot read cluster file '" + args.cluster + "'");
+  if (!flotilla::cli::read_text_file(args.cluster, cluster_text)) return bad("cannot read cluster file '" + args.cluster + "'");
   auto cluster = fp::parse_cluster(cluster_text, catalog);
   if (!cluster) return bad(args.cluster + ": " + cluster.error());
   fp::ProfileSet profiles;

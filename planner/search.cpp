@@ -33,12 +33,6 @@ bool better_plan(const Evaluation& a, int gpus_a, int stages_a, const Evaluation
 
 namespace {
 
-std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
 // Collects feasible plans and rejection lines; keeps the ranking deterministic.
 class Collector {
  public:
@@ -219,14 +213,14 @@ class Searcher {
       if (c.max_usd_per_iteration && e.usd_per_iteration > *c.max_usd_per_iteration) {
         ++pending.penalty;
         proxy_reject("over-budget", what, candidate.stages,
-                     "over budget: " + fixed(e.usd_per_iteration, 4) + " USD/iter > " +
-                         fixed(*c.max_usd_per_iteration, 4) + " (predicted)");
+                     "over budget: " + fixed_digits(e.usd_per_iteration, 4) + " USD/iter > " +
+                         fixed_digits(*c.max_usd_per_iteration, 4) + " (predicted)");
       }
       if (c.min_tokens_per_second && tokens_per_iteration() / e.iter_seconds < *c.min_tokens_per_second) {
         ++pending.penalty;
         proxy_reject("below-min-throughput", what, candidate.stages,
-                     "below minimum throughput: " + fixed(tokens_per_iteration() / e.iter_seconds, 0) +
-                         " tokens/s < " + fixed(*c.min_tokens_per_second, 0) + " (predicted)");
+                     "below minimum throughput: " + fixed_digits(tokens_per_iteration() / e.iter_seconds, 0) +
+                         " tokens/s < " + fixed_digits(*c.min_tokens_per_second, 0) + " (predicted)");
       }
       pending.mbs = mbs;
       pending.dp = dp;

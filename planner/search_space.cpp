@@ -4,15 +4,11 @@
 #include <cstdio>
 
 namespace flotilla::planner {
-namespace {
-
-std::string fixed(double value, int digits) {
+std::string fixed_digits(double value, int digits) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
   return buffer;
 }
-
-}  // namespace
 
 std::vector<SearchPool> merged_pools(const SearchRequest& request, const GpuCatalog& catalog) {
   std::map<std::pair<std::string, std::string>, SearchPool> by_key;
@@ -150,12 +146,12 @@ std::optional<Violation> violation(const SearchRequest& request, const Plan& pla
                                          " > quota " + std::to_string(cap->second)};
   }
   if (c.max_usd_per_iteration && evaluation.usd_per_iteration > *c.max_usd_per_iteration)
-    return Violation{"over-budget", "over budget: " + fixed(evaluation.usd_per_iteration, 4) +
-                                        " USD/iter > " + fixed(*c.max_usd_per_iteration, 4)};
+    return Violation{"over-budget", "over budget: " + fixed_digits(evaluation.usd_per_iteration, 4) +
+                                        " USD/iter > " + fixed_digits(*c.max_usd_per_iteration, 4)};
   if (c.min_tokens_per_second && evaluation.tokens_per_second < *c.min_tokens_per_second)
     return Violation{"below-min-throughput",
-                     "below minimum throughput: " + fixed(evaluation.tokens_per_second, 0) +
-                         " tokens/s < " + fixed(*c.min_tokens_per_second, 0)};
+                     "below minimum throughput: " + fixed_digits(evaluation.tokens_per_second, 0) +
+                         " tokens/s < " + fixed_digits(*c.min_tokens_per_second, 0)};
   return std::nullopt;
 }
 

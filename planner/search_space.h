@@ -66,6 +66,9 @@ struct Violation {
 std::optional<Violation> violation(const SearchRequest& request, const Plan& plan,
                                    const Evaluation& evaluation);
 
+// `value` with `digits` decimals, for the one-line reasons.
+std::string fixed_digits(double value, int digits);
+
 // "mbs 2, D 16, 4 stages: A100-40 TP2 x3 | V100-16 TP4" (one line).
 std::string describe_plan(const Plan& plan);
 

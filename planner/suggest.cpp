@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 
+
 namespace flotilla::planner {
 namespace {
 
-std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+// Six significant digits stay within the 1e-4 margin applied to the value (any magnitude).
+std::string six_digits(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
   return buffer;
 }
 
@@ -35,7 +37,7 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
       cheapest.constraints.min_tokens_per_second = c.min_tokens_per_second;
       if (auto plan = attempt(cheapest, context))
         return Suggestion{"raise --max-usd-per-iter to " +
-                              fixed(plan->evaluation.usd_per_iteration * 1.0001, 4),
+                              six_digits(plan->evaluation.usd_per_iteration * 1.0001),
                           std::move(*plan)};
     }
     if (c.min_tokens_per_second) {
@@ -44,7 +46,7 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
       fastest.constraints.max_usd_per_iteration = c.max_usd_per_iteration;
       if (auto plan = attempt(fastest, context))
         return Suggestion{"lower --min-tokens-per-s to " +
-                              fixed(plan->evaluation.tokens_per_second * 0.9999, 0),
+                              six_digits(plan->evaluation.tokens_per_second * 0.9999),
                           std::move(*plan)};
     }
   }
