@@ -188,6 +188,25 @@ TEST(SearchTest, ModelThatFitsNowhereSaysSo) {
   EXPECT_NE(result.failure.find("fits nowhere"), std::string::npos) << result.failure;
 }
 
+// The bound prunes only what cannot win: same best plan with and without it, on an instance
+// too big for the oracle (GPT-Neo-2.7B, 32 A100 + 96 V100, Sailor's global batch).
+TEST(SearchTest, BranchAndBoundKeepsTheSameBestPlan) {
+  World world;
+  SearchRequest request = request_for(*find_preset("gpt-neo-2.7b"), 2048,
+                                      {pool("A100-40", 32, 4), pool("V100-16", 96, 4)});
+  request.options.micro_batch_sizes = {1, 2, 4, 8};
+  request.options.tp_degrees = {1, 2, 4};
+  const SearchResult bounded = search_plans(request, world.context());
+  request.options.branch_and_bound = false;
+  const SearchResult unbounded = search_plans(request, world.context());
+  ASSERT_FALSE(bounded.plans.empty()) << bounded.failure;
+  ASSERT_FALSE(unbounded.plans.empty()) << unbounded.failure;
+  EXPECT_DOUBLE_EQ(bounded.plans.front().evaluation.tokens_per_second,
+                   unbounded.plans.front().evaluation.tokens_per_second);
+  EXPECT_LE(bounded.stats.dp_states, unbounded.stats.dp_states);
+  expect_guarantees(request, bounded, world.context());
+}
+
 TEST(SearchTest, IsDeterministic) {
   World world;
   const SearchRequest request =
