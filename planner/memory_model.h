@@ -19,8 +19,13 @@
 //   - communication buffers: p2p send/recv of one micro-batch activation; allocator overhead:
 //     a fraction of the dynamic bytes plus the GPU type's runtime overhead (CUDA context, NCCL,
 //     cache), both calibrated once over all of Sailor's Clariden runs (docs/planner.md).
+//   - op-level runtime (options.op_level_activations, Aceso): every op's output stays alive,
+//     14 replicated sbh instead of 10, 7 or 11 B per attention score, 4 B logits; a stage may
+//     hold part of a layer (StageShape's partial-layer ops, counted per op).
 // Caveats: peak is modelled at the end of the last warm-up forward (the 1F1B high-water mark)
 //   plus the transient of the first backward; no fragmentation model beyond the constant.
+//   Partial-layer ops are counted in a short loop (<= 2 x 13 ops), still O(1) in the layers.
+//   The two framework options are validated only on OPT-350M (Clariden; megatron-runs).
 #pragma once
 
 #include <cstdint>
