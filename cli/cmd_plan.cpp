@@ -31,7 +31,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: flotilla plan --model NAME|FILE --cluster FILE [--objective throughput|cost] "
-    "[--max-usd-per-iter X] [--min-tokens-per-s Y] [--gbs N] [--profiles DIR] [--network DIR] "
+    "[--max-usd-per-iter X] [--min-tokens-per-s Y] [--gbs N (default 2048)] [--profiles DIR] [--network DIR] "
     "[--gpu-catalog FILE] [--recompute none|selective|full] [--zero 0-3] [--alternatives K] "
     "[--json]\n       flotilla plan evaluate --help";
 

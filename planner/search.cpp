@@ -41,8 +41,9 @@ class Collector {
 
   void reject(const std::string& kind, std::string what, std::string why) {
     ++result_.rejection_counts[kind];
+    // A few lines per kind, so one flood (e.g. thousands over budget) does not hide the rest.
     if (static_cast<int>(result_.rejections.size()) < request_.options.max_rejections &&
-        seen_.insert(kind + "|" + why).second)
+        ++lines_per_kind_[kind] <= kLinesPerKind && seen_.insert(kind + "|" + why).second)
       result_.rejections.push_back({kind, std::move(what), std::move(why)});
   }
 
@@ -72,8 +73,10 @@ class Collector {
  private:
   const SearchRequest& request_;
   SearchResult& result_;
+  static constexpr int kLinesPerKind = 3;
   std::set<std::string> seen_;
   std::set<std::string> offered_;
+  std::map<std::string, int> lines_per_kind_;
 };
 
 // A complete DP state worth evaluating, with its proxy numbers.
