@@ -6,7 +6,7 @@ namespace {
 
 constexpr double kH100PeakFlops = 989e12;
 constexpr double kMfu = 0.40;
-constexpr double kOptimizerBytesPerParam = 14.0;  // bf16 w (2) + fp32 master (4) + Adam m,v (8)
+constexpr double kCheckpointBytesPerParam = 14.0;  // bf16 w (2) + fp32 master (4) + Adam m,v (8)
 
 // Fills the cost model of a Table-2 MoE job from its published sizes plus the estimates in the
 // header contract. hidden is not in Table 2; we use the usual width for the active size.
@@ -25,8 +25,10 @@ ElasticModel make_preset(const std::string& name, int layers, int mtp, int batch
   m.layer_fwd_s = 2.0 * active_per_layer * tokens_per_gpu / (kH100PeakFlops * kMfu);
   m.layer_bwd_s = 2.0 * m.layer_fwd_s;
   const double total_per_layer = total_params / layers;
-  m.layer_static_bytes = kOptimizerBytesPerParam * total_per_layer / (ep * initial.tp);
-  m.embedding_static_bytes = kOptimizerBytesPerParam * 129280.0 * hidden / initial.tp;
+  // bf16 weights + grads replicated; fp32 master + Adam moments sharded over DP x CP.
+  const double bytes_per_param = 4.0 + 12.0 / (initial.dp * initial.cp);
+  m.layer_static_bytes = bytes_per_param * total_per_layer / (ep * initial.tp);
+  m.embedding_static_bytes = bytes_per_param * 129280.0 * hidden / initial.tp;
   // Korthikanti et al. without recompute: ~34*s*h bytes per layer per micro-batch, split by CP/TP.
   m.layer_activation_bytes = 34.0 * tokens_per_gpu * hidden / initial.tp;
   m.gpu_memory_bytes = 80e9;
@@ -34,7 +36,7 @@ ElasticModel make_preset(const std::string& name, int layers, int mtp, int batch
   m.p2p_s = 2.0 * tokens_per_gpu * hidden / 50e9;
   m.layer_grad_bytes = 2.0 * active_per_layer / initial.tp;
   m.dp_bytes_per_s = 50e9;
-  m.checkpoint_bytes = kOptimizerBytesPerParam * total_params;
+  m.checkpoint_bytes = kCheckpointBytesPerParam * total_params;
   return m;
 }
 

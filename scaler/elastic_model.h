@@ -7,7 +7,8 @@
 // Assumes: the per-layer costs are ESTIMATES, not measurements (FlexTrain does not publish
 //   per-layer times): forward seconds = 2 * active params per layer * tokens per GPU / (H100
 //   dense bf16 peak 989 TFLOP/s * 40 % MFU), backward = 2x forward; static bytes per layer per
-//   GPU = 14 bytes per parameter (bf16 weights + fp32 master + Adam m,v) over EP shards; see
+//   GPU = 4 bytes per parameter (bf16 weights + grads) plus 12 (fp32 master + Adam m,v) sharded
+//   over DP x CP (Megatron's distributed optimizer), all over EP x TP shards; see
 //   docs/scaler.md. They stand in for the planner's per-layer profile until the scaler is wired to
 //   flotilla::planner's time model.
 // Caveats: MoE routing imbalance, EP all-to-all and CP ring attention costs are folded into the

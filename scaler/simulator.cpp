@@ -1,0 +1,551 @@
+#include "scaler/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+
+#include "scaler/arrival_rate.h"
+#include "scaler/elastic_model.h"
+#include "scaler/scaling_policy.h"
+
+namespace flotilla::scaler {
+
+std::optional<Policy> parse_policy(const std::string& name) {
+  if (name == "static") return Policy::static_fcfs;
+  if (name == "greedy") return Policy::greedy;
+  if (name == "elasticflow") return Policy::elasticflow;
+  if (name == "flextrain") return Policy::flextrain;
+  return std::nullopt;
+}
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::static_fcfs: return "static";
+    case Policy::greedy: return "greedy";
+    case Policy::elasticflow: return "elasticflow";
+    case Policy::flextrain: return "flextrain";
+  }
+  return "?";
+}
+
+namespace {
+
+// splitmix64: portable, so a seed gives the same elastic set on every standard library.
+struct SplitMix {
+  std::uint64_t s;
+  double uniform() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+};
+
+struct ModelTable {
+  ElasticModel model;
+  ScaleTable table;
+};
+
+enum class Status { pending, queued, running, done };
+
+struct Job {
+  TraceJob trace;
+  bool elastic = false;
+  const ModelTable* mt = nullptr;
+  Status status = Status::pending;
+  int gpus = 0;
+  Allocation alloc;
+  double work = 0, last_s = 0, pause_until = 0, speed = 1;
+  int version = 0;
+  JobOutcome out;
+};
+
+struct Event {
+  double time_s;
+  int kind;  // 0 completion, 1 node event
+  long seq;
+  int index;
+  int version;
+  bool operator>(const Event& o) const {
+    if (time_s != o.time_s) return time_s > o.time_s;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * v.size()));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / v.size();
+}
+
+// Takes n GPUs out of an allocation, latest-acquired chunks first; returns what was removed.
+Allocation take_back(Allocation& alloc, int n) {
+  Allocation removed;
+  while (n > 0 && !alloc.empty()) {
+    auto& [node, count] = alloc.back();
+    const int k = std::min(n, count);
+    removed.emplace_back(node, k);
+    count -= k;
+    n -= k;
+    if (count == 0) alloc.pop_back();
+  }
+  return removed;
+}
+
+class Simulation {
+ public:
+  Simulation(const std::vector<TraceJob>& trace, const std::vector<SimNode>& nodes,
+             const SimOptions& opt)
+      : opt_(opt), cluster_(nodes), arrivals_(opt.window_s, opt.min_gpus) {
+    SplitMix rng{opt.seed};
+    const bool elastic_policy = opt.policy != Policy::static_fcfs;
+    (void)elastic_policy;
+    for (const auto& t : trace) {
+      const bool large = t.gpus >= opt.min_gpus;
+      const double u = large ? rng.uniform() : 1.0;
+      if (t.gpus <= 0 || t.gpus > cluster_.capacity_total() || !(t.duration_s >= 0)) {
+        ++result_.metrics.skipped_jobs;
+        continue;
+      }
+      Job j;
+      j.trace = t;
+      j.out.id = t.id;
+      j.out.requested_gpus = t.gpus;
+      j.out.submit_s = t.submit_s;
+      if (large && u < opt.elastic_fraction) j.mt = table_for(t.gpus);
+      j.elastic = j.mt != nullptr;
+      j.out.elastic = j.elastic;
+      if (j.elastic) j.out.model = j.mt->model.name;
+      jobs_.push_back(std::move(j));
+    }
+    std::stable_sort(jobs_.begin(), jobs_.end(), [](const Job& a, const Job& b) {
+      return a.trace.submit_s < b.trace.submit_s;
+    });
+    for (size_t i = 0; i < opt.node_events.size(); ++i) {
+      const auto& e = opt.node_events[i];
+      if (e.node < 0 || e.node >= static_cast<int>(nodes.size())) {
+        result_.invariant_violations.push_back("node event for unknown node " +
+                                               std::to_string(e.node) + " ignored");
+        continue;
+      }
+      push({e.time_s, 1, seq_++, static_cast<int>(i), 0});
+    }
+  }
+
+  SimResult run() {
+    size_t next_arrival = 0;
+    double now = jobs_.empty() ? 0 : jobs_.front().trace.submit_s;
+    first_s_ = now;
+    last_event_s_ = now;
+    while (next_arrival < jobs_.size() || !events_.empty()) {
+      const double t_arr = next_arrival < jobs_.size() ? jobs_[next_arrival].trace.submit_s
+                                                        : INFINITY;
+      const double t_ev = events_.empty() ? INFINITY : events_.top().time_s;
+      now = std::min(t_arr, t_ev);
+      advance_clock(now);
+      // Completions and node events at `now` first (they free GPUs), then arrivals at `now`.
+      while (!events_.empty() && events_.top().time_s <= now) {
+        const Event e = events_.top();
+        events_.pop();
+        if (e.kind == 0) complete(e, now);
+        else node_event(opt_.node_events[e.index], now);
+      }
+      while (next_arrival < jobs_.size() && jobs_[next_arrival].trace.submit_s <= now) {
+        Job& j = jobs_[next_arrival++];
+        arrivals_.record(j.trace.submit_s, j.trace.gpus);
+        j.status = Status::queued;
+        queue_.push_back(&j);
+      }
+      schedule(now);
+      if (opt_.check_invariants) check_allocations(now);
+    }
+    return finish();
+  }
+
+ private:
+  const ModelTable* table_for(int gpus) {
+    auto it = tables_.find(gpus);
+    if (it != tables_.end()) return it->second.get();
+    std::unique_ptr<ModelTable> mt;
+    if (auto model = model_for_trace_job(gpus, opt_.min_gpus)) {
+      auto built = build_scale_table(*model, opt_.table);
+      if (built.table) mt.reset(new ModelTable{*model, std::move(*built.table)});
+    }
+    const ModelTable* raw = mt.get();
+    tables_[gpus] = std::move(mt);
+    return raw;
+  }
+
+  void push(Event e) { events_.push(e); }
+
+  void advance_clock(double now) {
+    const double dt = now - last_event_s_;
+    if (dt > 0) {
+      busy_gpu_s_ += dt * (cluster_.capacity_total() - cluster_.free_total());
+      capacity_gpu_s_ += dt * cluster_.capacity_total();
+      last_event_s_ = now;
+    }
+  }
+
+  // Brings a running job's progress and accounting up to `now`.
+  void settle(Job& j, double now) {
+    const double dt = now - j.last_s;
+    if (dt <= 0) return;
+    const double paused = std::clamp(j.pause_until - j.last_s, 0.0, dt);
+    j.out.gpu_s += j.gpus * dt;
+    j.out.overhead_gpu_s += j.gpus * paused;
+    j.work += j.speed * (dt - paused);
+    j.last_s = now;
+  }
+
+  double speed_of(const Job& j) const {
+    return j.elastic ? j.mt->table.speedup_at(j.gpus) : 1.0;
+  }
+
+  void reschedule_completion(Job& j, double now) {
+    ++j.version;
+    const double left = std::max(0.0, j.trace.duration_s - j.work);
+    const double t = std::max(now, j.pause_until) + left / j.speed;
+    push({t, 0, seq_++, static_cast<int>(&j - jobs_.data()), j.version});
+  }
+
+  void start(Job& j, const Allocation& a, double now, double delay_s) {
+    cluster_.take(a);
+    j.alloc = a;
+    j.gpus = j.trace.gpus;
+    j.status = Status::running;
+    j.last_s = now;
+    j.pause_until = now + delay_s;
+    j.speed = speed_of(j);
+    j.out.max_gpus = std::max(j.out.max_gpus, j.gpus);
+    if (j.out.start_s < 0) j.out.start_s = now + delay_s;
+    reschedule_completion(j, now);
+  }
+
+  void complete(const Event& e, double now) {
+    Job& j = jobs_[e.index];
+    if (j.status != Status::running || e.version != j.version) return;
+    settle(j, now);
+    cluster_.give(j.alloc);
+    j.alloc.clear();
+    j.status = Status::done;
+    j.out.finish_s = now;
+    j.out.work_s = j.work;
+  }
+
+  double overhead_s(const Job& j, int from, int to) const {
+    return estimate_restart_overhead(j.mt->model.checkpoint_bytes, from, to, std::nullopt,
+                                     opt_.overhead)
+        .total_s();
+  }
+
+  // Moves a running elastic job to `to` GPUs (its extra GPUs already in `added`, or GPUs to
+  // free already removed by the caller), charging the restart overhead.
+  void resize(Job& j, int to, const Allocation& added, double now) {
+    settle(j, now);
+    const int from = j.gpus;
+    j.alloc.insert(j.alloc.end(), added.begin(), added.end());
+    j.gpus = to;
+    j.speed = speed_of(j);
+    j.pause_until = now + overhead_s(j, from, to);
+    ++j.out.scaling_events;
+    ++result_.metrics.scaling_events;
+    j.out.max_gpus = std::max(j.out.max_gpus, j.gpus);
+    reschedule_completion(j, now);
+  }
+
+  std::vector<ElasticJobView> elastic_views(bool only_scaled_up) {
+    std::vector<ElasticJobView> views;
+    view_jobs_.clear();
+    for (auto& j : jobs_) {
+      if (j.status != Status::running || !j.elastic) continue;
+      if (only_scaled_up && j.gpus <= j.mt->table.initial.gpus()) continue;
+      views.push_back({static_cast<int>(views.size()), j.gpus, &j.mt->table, 0.0});
+      view_jobs_.push_back(&j);
+    }
+    return views;
+  }
+
+  bool try_preempt(Job& head, double now) {
+    const auto views = elastic_views(true);
+    const auto plan = plan_preemption(head.trace.gpus, cluster_.free_total(), views);
+    if (!plan.feasible || plan.shrinks.empty()) {
+      if (!views.empty()) ++result_.metrics.preemptions_aborted;
+      return false;
+    }
+    // Dry run on a copy: the head must actually be placeable on the GPUs the victims free.
+    std::vector<int> free = cluster_.free_per_node();
+    std::vector<Allocation> released(plan.shrinks.size());
+    std::vector<Allocation> kept(plan.shrinks.size());
+    for (size_t k = 0; k < plan.shrinks.size(); ++k) {
+      Job& v = *view_jobs_[plan.shrinks[k].job_id];
+      kept[k] = v.alloc;
+      released[k] = take_back(kept[k], plan.shrinks[k].from_gpus - plan.shrinks[k].to_gpus);
+      for (auto [node, n] : released[k]) free[node] += n;
+    }
+    const int max_node = cluster_.max_node_gpus();
+    const auto a = ClusterState::place_on(free, head.trace.gpus, head.trace.gpus > max_node);
+    if (!a) {
+      ++result_.metrics.preemptions_aborted;
+      return false;
+    }
+    double delay_s = 0;
+    for (size_t k = 0; k < plan.shrinks.size(); ++k) {
+      Job& v = *view_jobs_[plan.shrinks[k].job_id];
+      settle(v, now);
+      cluster_.give(released[k]);
+      v.alloc = kept[k];
+      // The victim's GPUs are usable once it has saved its checkpoint.
+      delay_s = std::max(delay_s, estimate_restart_overhead(v.mt->model.checkpoint_bytes, v.gpus,
+                                                            plan.shrinks[k].to_gpus, std::nullopt,
+                                                            opt_.overhead)
+                                      .save_s);
+      resize(v, plan.shrinks[k].to_gpus, {}, now);
+      ++result_.metrics.preemption_shrinks;
+    }
+    start(head, *cluster_.place_job(head.trace.gpus), now, delay_s);
+    return true;
+  }
+
+  void scale_up_pass(double now) {
+    if (cluster_.free_total() <= 0) return;
+    auto views = elastic_views(false);
+    // Jobs mid-restart are left alone until they run again.
+    std::vector<ElasticJobView> ready;
+    std::vector<Job*> ready_jobs;
+    for (size_t i = 0; i < views.size(); ++i) {
+      if (view_jobs_[i]->pause_until > now) continue;
+      views[i].job_id = static_cast<int>(ready.size());
+      views[i].overhead_s = 0;
+      ready.push_back(views[i]);
+      ready_jobs.push_back(view_jobs_[i]);
+    }
+    if (ready.empty()) return;
+    const auto order = scale_up_order(ready);
+    if (opt_.policy == Policy::elasticflow) {
+      std::vector<int> target(ready.size());
+      for (size_t i = 0; i < ready.size(); ++i) target[i] = ready[i].current_gpus;
+      int free = cluster_.free_total();
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (int i : order) {
+          const auto& t = *ready[i].table;
+          const ScaleEntry* next = nullptr;
+          for (const auto& e : t.entries)
+            if (e.gpus > target[i] && e.gpus <= t.cap_gpus) { next = &e; break; }
+          if (!next || next->gpus - target[i] > free) continue;
+          free -= next->gpus - target[i];
+          target[i] = next->gpus;
+          grew = true;
+        }
+      }
+      for (int i : order) {
+        if (target[i] == ready[i].current_gpus) continue;
+        auto a = cluster_.place(target[i] - ready[i].current_gpus, true);
+        if (!a) continue;
+        cluster_.take(*a);
+        resize(*ready_jobs[i], target[i], *a, now);
+        ++result_.metrics.scale_ups;
+      }
+      return;
+    }
+    const bool check = opt_.policy == Policy::flextrain;
+    const double lambda = arrivals_.rate_per_s(now);
+    for (int i : order) {
+      const int free = cluster_.free_total();
+      if (free <= 0) break;
+      Job& j = *ready_jobs[i];
+      ready[i].overhead_s = overhead_s(j, j.gpus, std::min(j.mt->table.cap_gpus, j.gpus + free));
+      const auto choice = choose_scale_up(ready[i], free, lambda, check, opt_.benefit);
+      if (!choice) continue;
+      if (check) {
+        if (result_.sample_decisions.size() < 20)
+          result_.sample_decisions.push_back(j.trace.id + " " + choice->decision.explain());
+        if (choice->decision.scale_up) ++result_.metrics.benefit_checks_passed;
+        else ++result_.metrics.benefit_checks_refused;
+      }
+      if (!choice->scale) continue;
+      auto a = cluster_.place(choice->target_gpus - j.gpus, true);
+      if (!a) continue;
+      cluster_.take(*a);
+      resize(j, choice->target_gpus, *a, now);
+      ++result_.metrics.scale_ups;
+    }
+  }
+
+  void schedule(double now) {
+    while (!queue_.empty()) {
+      Job& head = *queue_.front();
+      if (auto a = cluster_.place_job(head.trace.gpus)) {
+        queue_.pop_front();
+        start(head, *a, now, 0.0);
+        continue;
+      }
+      if (opt_.policy != Policy::static_fcfs && try_preempt(head, now)) {
+        queue_.pop_front();
+        continue;
+      }
+      break;
+    }
+    if (queue_.empty() && opt_.policy != Policy::static_fcfs) scale_up_pass(now);
+  }
+
+  void requeue(Job& j) {
+    cluster_.give(j.alloc);
+    j.alloc.clear();
+    j.gpus = 0;
+    ++j.version;  // cancels its completion event
+    j.status = Status::queued;
+    queue_.push_front(&j);
+    ++result_.metrics.requeues;
+  }
+
+  void node_event(const NodeEvent& e, double now) {
+    if (e.join) {
+      cluster_.set_node_up(e.node, true);
+      return;
+    }
+    if (!cluster_.node_up(e.node)) return;
+    cluster_.set_node_up(e.node, false);
+    for (auto& j : jobs_) {
+      if (j.status != Status::running) continue;
+      int lost = 0;
+      Allocation left;
+      for (auto [node, n] : j.alloc) {
+        if (node == e.node) lost += n;
+        else left.emplace_back(node, n);
+      }
+      if (lost == 0) continue;
+      settle(j, now);
+      j.alloc = left;
+      const int remaining = j.gpus - lost;
+      std::optional<ScaleEntry> shrink;
+      if (j.elastic) shrink = shrink_after_node_loss(j.mt->table, remaining);
+      if (!shrink) {
+        j.gpus = remaining;
+        requeue(j);
+        continue;
+      }
+      cluster_.give(take_back(j.alloc, remaining - shrink->gpus));
+      j.gpus = remaining;
+      resize(j, shrink->gpus, {}, now);
+      ++result_.metrics.node_loss_shrinks;
+    }
+  }
+
+  void check_allocations(double now) {
+    std::vector<int> used(cluster_.nodes().size(), 0);
+    for (const auto& j : jobs_) {
+      if (j.status != Status::running) continue;
+      int sum = 0;
+      for (auto [node, n] : j.alloc) {
+        used[node] += n;
+        sum += n;
+      }
+      if (sum != j.gpus && violations_ < 20) {
+        ++violations_;
+        result_.invariant_violations.push_back("t=" + std::to_string(now) + " job " + j.trace.id +
+                                               " holds " + std::to_string(sum) +
+                                               " GPUs but runs on " + std::to_string(j.gpus));
+      }
+    }
+    for (size_t n = 0; n < used.size(); ++n) {
+      const int cap = cluster_.node_up(n) ? cluster_.nodes()[n].gpus : 0;
+      if ((used[n] > cap || used[n] + cluster_.free_on(n) != cap) && violations_ < 20) {
+        ++violations_;
+        result_.invariant_violations.push_back(
+            "t=" + std::to_string(now) + " node " + std::to_string(n) + ": " +
+            std::to_string(used[n]) + " GPUs allocated + " + std::to_string(cluster_.free_on(n)) +
+            " free != capacity " + std::to_string(cap) + " (a GPU allocated twice or lost)");
+      }
+    }
+  }
+
+  SimResult finish() {
+    auto& m = result_.metrics;
+    std::vector<double> jct, queue;
+    double last_finish = first_s_, job_gpu_s = 0, overhead_gpu_s = 0;
+    for (auto& j : jobs_) {
+      ++m.jobs;
+      if (j.status != Status::done) {
+        ++m.unfinished_jobs;
+        if (opt_.check_invariants && violations_ < 20) {
+          ++violations_;
+          result_.invariant_violations.push_back("job " + j.trace.id + " never finished");
+        }
+      } else {
+        last_finish = std::max(last_finish, j.out.finish_s);
+        if (opt_.check_invariants && std::fabs(j.out.work_s - j.trace.duration_s) >
+                                         1e-6 * std::max(1.0, j.trace.duration_s)) {
+          if (violations_ < 20) {
+            ++violations_;
+            result_.invariant_violations.push_back(
+                "job " + j.trace.id + " did " + std::to_string(j.out.work_s) +
+                " s of work, trace says " + std::to_string(j.trace.duration_s));
+          }
+        }
+        if (j.elastic) {
+          ++m.elastic_jobs;
+          jct.push_back(j.out.finish_s - j.out.submit_s);
+        } else {
+          queue.push_back(j.out.start_s - j.out.submit_s);
+        }
+      }
+      job_gpu_s += j.out.gpu_s;
+      overhead_gpu_s += j.out.overhead_gpu_s;
+      result_.jobs.push_back(j.out);
+    }
+    if (opt_.check_invariants &&
+        std::fabs(job_gpu_s - busy_gpu_s_) > 1e-6 * std::max(1.0, busy_gpu_s_) && violations_ < 20) {
+      ++violations_;
+      result_.invariant_violations.push_back(
+          "GPU-seconds held by jobs (" + std::to_string(job_gpu_s) +
+          ") differ from GPU-seconds busy in the cluster (" + std::to_string(busy_gpu_s_) + ")");
+    }
+    m.elastic_jct_mean_s = mean(jct);
+    m.elastic_jct_p50_s = percentile(jct, 0.50);
+    m.elastic_jct_p99_s = percentile(jct, 0.99);
+    m.nonelastic_queue_mean_s = mean(queue);
+    m.nonelastic_queue_p50_s = percentile(queue, 0.50);
+    m.nonelastic_queue_p99_s = percentile(queue, 0.99);
+    m.gpu_utilization = capacity_gpu_s_ > 0 ? busy_gpu_s_ / capacity_gpu_s_ : 0;
+    m.overhead_gpu_hours = overhead_gpu_s / 3600.0;
+    m.makespan_s = last_finish - first_s_;
+    return std::move(result_);
+  }
+
+  SimOptions opt_;
+  ClusterState cluster_;
+  ArrivalRateEstimator arrivals_;
+  std::vector<Job> jobs_;
+  std::deque<Job*> queue_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::map<int, std::unique_ptr<ModelTable>> tables_;
+  std::vector<Job*> view_jobs_;
+  SimResult result_;
+  long seq_ = 0;
+  int violations_ = 0;
+  double first_s_ = 0, last_event_s_ = 0, busy_gpu_s_ = 0, capacity_gpu_s_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const std::vector<TraceJob>& trace, const std::vector<SimNode>& nodes,
+                   const SimOptions& options) {
+  return Simulation(trace, nodes, options).run();
+}
+
+}  // namespace flotilla::scaler

@@ -1,0 +1,199 @@
+#include "scaler/trace_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace flotilla::scaler {
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::stringstream ss(line);
+  while (std::getline(ss, cell, ',')) {
+    if (!cell.empty() && cell.back() == '\r') cell.pop_back();
+    out.push_back(cell);
+  }
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+bool to_double(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end && *end == '\0' && std::isfinite(v);
+}
+
+int column(const std::vector<std::string>& header, const std::string& name) {
+  auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+}
+
+}  // namespace
+
+TraceLoad load_trace(const std::string& path) {
+  TraceLoad out;
+  std::ifstream in(path);
+  if (!in) {
+    out.error = "cannot read trace " + path + ": check the path (--trace FILE)";
+    return out;
+  }
+  std::string line;
+  if (!std::getline(in, line)) {
+    out.error = "trace " + path + " is empty: expected a CSV header";
+    return out;
+  }
+  const auto header = split_csv(line);
+  const bool elasticflow = column(header, "submission_time") >= 0;
+  const bool alibaba = column(header, "creation_time") >= 0;
+  if (!elasticflow && !alibaba) {
+    out.error = "trace " + path +
+                ": unknown header; expected `job_id,submission_time,duration,num_gpu` "
+                "(ElasticFlow) or the Alibaba GPU v2023 pod list";
+    return out;
+  }
+  const int c_id = elasticflow ? column(header, "job_id") : column(header, "name");
+  const int c_gpu = column(header, "num_gpu");
+  const int c_submit = elasticflow ? column(header, "submission_time") : column(header, "creation_time");
+  const int c_dur = column(header, "duration");
+  const int c_del = column(header, "deletion_time");
+  const int c_sched = column(header, "scheduled_time");
+  if (c_id < 0 || c_gpu < 0 || c_submit < 0 || (elasticflow && c_dur < 0) ||
+      (alibaba && (c_del < 0 || c_sched < 0))) {
+    out.error = "trace " + path + ": header lacks a required column";
+    return out;
+  }
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line == "\r") continue;
+    const auto cells = split_csv(line);
+    auto cell = [&](int c) { return c < static_cast<int>(cells.size()) ? cells[c] : std::string(); };
+    double gpus = 0, submit = 0, dur = 0;
+    if (!to_double(cell(c_gpu), gpus) || !to_double(cell(c_submit), submit)) {
+      out.error = "trace " + path + " line " + std::to_string(line_no) +
+                  ": num_gpu and the submission time must be numbers";
+      return out;
+    }
+    if (elasticflow) {
+      if (!to_double(cell(c_dur), dur) || dur < 0 || gpus < 0) {
+        out.error = "trace " + path + " line " + std::to_string(line_no) +
+                    ": duration must be a number >= 0 and num_gpu >= 0";
+        return out;
+      }
+    } else {
+      double del = 0, sched = 0;
+      if (!to_double(cell(c_del), del)) {
+        ++out.skipped_rows;  // still running at the end of the trace
+        continue;
+      }
+      if (!to_double(cell(c_sched), sched) || sched <= 0) sched = submit;
+      dur = del - sched;
+      if (dur < 0) {
+        ++out.skipped_rows;
+        continue;
+      }
+    }
+    if (gpus < 1) {
+      ++out.skipped_rows;
+      continue;
+    }
+    out.jobs.push_back({cell(c_id), submit, dur, static_cast<int>(gpus)});
+  }
+  std::stable_sort(out.jobs.begin(), out.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
+  return out;
+}
+
+ClusterLoad load_cluster(const std::string& path) {
+  ClusterLoad out;
+  std::ifstream in(path);
+  if (!in) {
+    out.error = "cannot read cluster " + path + ": check the path (--cluster FILE)";
+    return out;
+  }
+  std::string first;
+  std::getline(in, first);
+  if (first.rfind("sn,", 0) == 0) {  // Alibaba node list
+    const auto header = split_csv(first);
+    const int c_sn = column(header, "sn"), c_gpu = column(header, "gpu"),
+              c_model = column(header, "model");
+    if (c_gpu < 0) {
+      out.error = "cluster " + path + ": node list header lacks a `gpu` column";
+      return out;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto cells = split_csv(line);
+      double g = 0;
+      if (c_gpu >= static_cast<int>(cells.size()) || !to_double(cells[c_gpu], g) || g < 1) continue;
+      SimNode n;
+      n.name = c_sn >= 0 ? cells[c_sn] : "";
+      n.gpu_type = c_model >= 0 && c_model < static_cast<int>(cells.size()) ? cells[c_model] : "";
+      n.zone = "alibaba";
+      n.gpus = static_cast<int>(g);
+      out.nodes.push_back(n);
+    }
+  } else {
+    try {
+      const YAML::Node root = YAML::LoadFile(path);
+      const YAML::Node nodes = root["nodes"];
+      if (!nodes || !nodes.IsSequence()) {
+        out.error = "cluster " + path + ": expected a `nodes:` list of {gpus, count, gpu_type, zone}";
+        return out;
+      }
+      int i = 0;
+      for (const auto& n : nodes) {
+        ++i;
+        const int gpus = n["gpus"] ? n["gpus"].as<int>() : (n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 0);
+        const int count = n["count"] ? n["count"].as<int>() : 1;
+        if (gpus < 1 || count < 1) {
+          out.error = "cluster " + path + ": node entry " + std::to_string(i) +
+                      " needs gpus >= 1 and count >= 1";
+          return out;
+        }
+        for (int k = 0; k < count; ++k) {
+          SimNode s;
+          s.name = (n["name"] ? n["name"].as<std::string>() : "node" + std::to_string(i)) +
+                   (count > 1 ? "-" + std::to_string(k) : "");
+          s.gpu_type = n["gpu_type"] ? n["gpu_type"].as<std::string>() : "";
+          s.zone = n["zone"] ? n["zone"].as<std::string>() : "";
+          s.gpus = gpus;
+          out.nodes.push_back(s);
+        }
+      }
+    } catch (const std::exception& e) {
+      out.error = "cluster " + path + " does not parse as YAML: " + e.what();
+      return out;
+    }
+  }
+  if (out.nodes.empty()) out.error = "cluster " + path + " has no GPU nodes";
+  return out;
+}
+
+std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double target_load,
+                                  int gpus_per_node) {
+  double gpu_s = 0, first = INFINITY, last = -INFINITY;
+  int largest = 1;
+  for (const auto& j : jobs) {
+    gpu_s += j.gpus * j.duration_s;
+    first = std::min(first, j.submit_s);
+    last = std::max(last, j.submit_s);
+    largest = std::max(largest, j.gpus);
+  }
+  const double span = last > first ? last - first : 1.0;
+  const double mean_demand = gpu_s / span;
+  const int gpus = std::max(largest, static_cast<int>(std::ceil(mean_demand / target_load)));
+  const int n = std::max(1, (gpus + gpus_per_node - 1) / gpus_per_node);
+  std::vector<SimNode> nodes(n);
+  for (int i = 0; i < n; ++i) nodes[i] = {"auto-" + std::to_string(i), "H100-80", "a", gpus_per_node};
+  return nodes;
+}
+
+}  // namespace flotilla::scaler
