@@ -4,7 +4,7 @@
 
 using flotilla::scaler::ArrivalRateEstimator;
 
-TEST(ArrivalRate, CountsLargeJobsInTheWindowOnly) {
+TEST(ScalerArrivalRate, CountsLargeJobsInTheWindowOnly) {
   const double w = 8 * 3600.0;  // 28800 s
   ArrivalRateEstimator est(w, 32);
   est.record(0, 64);
@@ -21,7 +21,7 @@ TEST(ArrivalRate, CountsLargeJobsInTheWindowOnly) {
   EXPECT_DOUBLE_EQ(est.rate_per_s(1e6), 0.0);
 }
 
-TEST(ArrivalRate, OutOfOrderRecordsAndFutureRecords) {
+TEST(ScalerArrivalRate, OutOfOrderRecordsAndFutureRecords) {
   ArrivalRateEstimator est(100, 1);
   est.record(50, 1);
   est.record(10, 1);  // inserted in order

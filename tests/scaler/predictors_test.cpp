@@ -8,7 +8,7 @@
 
 using namespace flotilla::scaler;
 
-TEST(ModelingPredictor, Eq5WhenMicroBatchesExceedStages) {
+TEST(ScalerModelingPredictor, Eq5WhenMicroBatchesExceedStages) {
   // L = 17, B = 1024, d = 1: m = 1024. p = 4: v = 5, (1024*5 + 3) slots.
   EXPECT_DOUBLE_EQ(*modeled_iteration_s(17, 1024, 1, 4, 0.5), 5123 * 0.5);
   // p = 16: v = 2, (2048 + 15).
@@ -17,12 +17,12 @@ TEST(ModelingPredictor, Eq5WhenMicroBatchesExceedStages) {
   EXPECT_DOUBLE_EQ(*modeled_iteration_s(17, 1024, 4, 8, 1.0), 775.0);
 }
 
-TEST(ModelingPredictor, Eq5WhenStagesExceedMicroBatches) {
+TEST(ScalerModelingPredictor, Eq5WhenStagesExceedMicroBatches) {
   // L = 8, B = 4, d = 2: m = 2 < p = 4, v = 2: p*v + m - 1 = 9 slots.
   EXPECT_DOUBLE_EQ(*modeled_iteration_s(8, 4, 2, 4, 1.0), 9.0);
 }
 
-TEST(ModelingPredictor, InfeasibleByHyperParameters) {
+TEST(ScalerModelingPredictor, InfeasibleByHyperParameters) {
   EXPECT_FALSE(modeled_iteration_s(17, 1024, 3, 4, 1.0));  // 1024 % 3 != 0
   EXPECT_FALSE(modeled_iteration_s(17, 1024, 1, 18, 1.0));  // p > L
   EXPECT_FALSE(modeled_iteration_s(17, 1024, 0, 4, 1.0));
@@ -43,7 +43,7 @@ ElasticModel uniform_model() {
 }
 }  // namespace
 
-TEST(PipelinePredictor, OneFOneBByHand) {
+TEST(ScalerPipelinePredictor, OneFOneBByHand) {
   const auto m = uniform_model();  // t = 3 s per layer, m = 8 micro-batches
   // p = 2: stages of 4 layers = 12 s: sum 24 + 7 * 12 = 108 s.
   EXPECT_DOUBLE_EQ(predict_pipeline(m, {1, 2, 1, 1}).iteration_s, 108.0);
@@ -57,7 +57,7 @@ TEST(PipelinePredictor, OneFOneBByHand) {
   EXPECT_EQ(*std::max_element(p3.layers_per_stage.begin(), p3.layers_per_stage.end()), 3);
 }
 
-TEST(PipelinePredictor, InfeasibleCasesComeBackWithReasons) {
+TEST(ScalerPipelinePredictor, InfeasibleCasesComeBackWithReasons) {
   auto m = uniform_model();
   const auto too_deep = predict_pipeline(m, {1, 9, 1, 1});
   EXPECT_FALSE(too_deep.feasible);
@@ -76,7 +76,7 @@ TEST(PipelinePredictor, InfeasibleCasesComeBackWithReasons) {
   EXPECT_TRUE(predict_pipeline(m, {1, 8, 1, 1}).feasible);
 }
 
-TEST(PipelinePredictor, ActivationsFollowOneFOneBInFlightCount) {
+TEST(ScalerPipelinePredictor, ActivationsFollowOneFOneBInFlightCount) {
   auto m = uniform_model();
   m.layer_activation_bytes = 1e9;
   // p = 4, m = 8: stage i holds min(4 - i, 8) micro-batches of its 2 layers.
@@ -86,7 +86,7 @@ TEST(PipelinePredictor, ActivationsFollowOneFOneBInFlightCount) {
   EXPECT_DOUBLE_EQ(p.peak_bytes_per_stage[3], 2e9);
 }
 
-TEST(PipelinePredictor, BalancedSplitPutsTheEmbeddingCostIntoAccount) {
+TEST(ScalerPipelinePredictor, BalancedSplitPutsTheEmbeddingCostIntoAccount) {
   // Six unit layers, first stage also pays 3: best is 1 | 3 | 2 style, max stage 4 minimised.
   const auto split = balanced_split({1, 1, 1, 1, 1, 1}, 3, 3.0, 0.0);
   ASSERT_EQ(split.size(), 3u);

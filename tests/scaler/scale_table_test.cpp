@@ -16,7 +16,7 @@ ScaleCandidate cand(int gpus, double sim, double model) {
 }
 }  // namespace
 
-TEST(ScaleFilter, EachRuleDropsTheRightCandidate) {
+TEST(ScalerScaleFilter, EachRuleDropsTheRightCandidate) {
   // Start point: initial layout, speedup 1 under both predictors.
   const std::vector<ScaleCandidate> in = {
       cand(40, 1.20, 1.25),  // up/up, 4 % apart, +20 %: kept
@@ -40,7 +40,7 @@ TEST(ScaleFilter, EachRuleDropsTheRightCandidate) {
   EXPECT_EQ(out.rejected[2].reason.rfind("marginal", 0), 0u);
 }
 
-TEST(ScaleFilter, ThresholdsAreParameters) {
+TEST(ScalerScaleFilter, ThresholdsAreParameters) {
   ScaleFilterParams loose;
   loose.max_relative_discrepancy = 0.5;
   loose.min_marginal_gain = 0.0;
@@ -64,7 +64,7 @@ ElasticModel uniform_model(int layers = 8, int batch = 8, ParallelConfig initial
 }
 }  // namespace
 
-TEST(ScaleTable, StrictKeepsDpTpCpAndHandComputedSpeedups) {
+TEST(ScalerScaleTable, StrictKeepsDpTpCpAndHandComputedSpeedups) {
   const auto r = build_scale_table(uniform_model(), {});
   ASSERT_TRUE(r.table) << r.error;
   const auto& t = *r.table;
@@ -96,7 +96,7 @@ TEST(ScaleTable, StrictKeepsDpTpCpAndHandComputedSpeedups) {
   }
 }
 
-TEST(ScaleTable, RelaxedScalesDpOnlyWhereTheBatchDivides) {
+TEST(ScalerScaleTable, RelaxedScalesDpOnlyWhereTheBatchDivides) {
   ScaleTableParams p;
   p.consistency = Consistency::relaxed;
   p.cap_gpus = 16;
@@ -111,7 +111,7 @@ TEST(ScaleTable, RelaxedScalesDpOnlyWhereTheBatchDivides) {
   EXPECT_TRUE(some_dp);
 }
 
-TEST(ScaleTable, InfeasibleJobsGetAnErrorNotACrash) {
+TEST(ScalerScaleTable, InfeasibleJobsGetAnErrorNotACrash) {
   // Batch 10 not divisible by DP 4.
   auto r = build_scale_table(uniform_model(8, 10, {4, 2, 1, 1}), {});
   EXPECT_FALSE(r.table);
@@ -129,7 +129,7 @@ TEST(ScaleTable, InfeasibleJobsGetAnErrorNotACrash) {
   EXPECT_NE(r.error.find("out of memory"), std::string::npos);
 }
 
-TEST(ScaleTable, TableTwoPresetsBuildAndStopAtTheLayerCount) {
+TEST(ScalerScaleTable, TableTwoPresetsBuildAndStopAtTheLayerCount) {
   for (const char* name : {"small", "medium", "large"}) {
     const auto m = flextrain_preset(name);
     ASSERT_TRUE(m);
@@ -144,7 +144,7 @@ TEST(ScaleTable, TableTwoPresetsBuildAndStopAtTheLayerCount) {
   EXPECT_FALSE(flextrain_preset("huge"));
 }
 
-TEST(ScaleTable, TraceJobsMapToTableTwoBands) {
+TEST(ScalerScaleTable, TraceJobsMapToTableTwoBands) {
   EXPECT_EQ(model_for_trace_job(32, 32)->name, "small");
   EXPECT_EQ(model_for_trace_job(32, 32)->initial.pp, 4);
   EXPECT_EQ(model_for_trace_job(64, 32)->name, "medium");

@@ -26,13 +26,13 @@ ScaleTable table(std::vector<std::pair<int, double>> entries, int initial = 8, i
 }
 }  // namespace
 
-TEST(ScaleUp, OrderIsFewerGpusFirst) {
+TEST(ScalerScaleUp, OrderIsFewerGpusFirst) {
   const auto t = table({{8, 1}});
   const std::vector<ElasticJobView> jobs = {{0, 32, &t, 0}, {1, 8, &t, 0}, {2, 16, &t, 0}, {3, 8, &t, 0}};
   EXPECT_EQ(scale_up_order(jobs), (std::vector<int>{1, 3, 2, 0}));
 }
 
-TEST(ScaleUp, PicksHighestThroughputWithinFreeGpusAndCap) {
+TEST(ScalerScaleUp, PicksHighestThroughputWithinFreeGpusAndCap) {
   const auto t = table({{8, 1.0}, {16, 1.8}, {24, 2.4}, {32, 2.9}}, 8, 24);
   const ElasticJobView job{7, 8, &t, 60};
   // 20 free: 24 GPUs (needs 16 more) fits; 32 is over the cap anyway.
@@ -58,7 +58,7 @@ TEST(ScaleUp, PicksHighestThroughputWithinFreeGpusAndCap) {
   EXPECT_TRUE(choose_scale_up(at16, 8, 1.0 / 300, false)->scale);
 }
 
-TEST(Preemption, ReclaimsFromTheBiggestGainersFirst) {
+TEST(ScalerPreemption, ReclaimsFromTheBiggestGainersFirst) {
   const auto ta = table({{8, 1.0}, {16, 1.5}, {24, 1.9}, {32, 2.2}});
   const auto tb = table({{8, 1.0}, {16, 1.9}, {24, 2.7}, {32, 3.4}});
   const auto tc = table({{8, 1.0}, {16, 1.2}});
@@ -92,7 +92,7 @@ TEST(Preemption, ReclaimsFromTheBiggestGainersFirst) {
   EXPECT_EQ(plan.reclaimed_gpus, 32);
 }
 
-TEST(Preemption, AbortsWhenAllScaledUpGpusAreNotEnough) {
+TEST(ScalerPreemption, AbortsWhenAllScaledUpGpusAreNotEnough) {
   const auto ta = table({{8, 1.0}, {16, 1.5}});
   const std::vector<ElasticJobView> jobs = {{0, 16, &ta, 0}, {1, 16, &ta, 0}};
   // Reclaimable 8 + 8 = 16, free 2: a 20-GPU job cannot be served; nobody shrinks.
@@ -105,7 +105,7 @@ TEST(Preemption, AbortsWhenAllScaledUpGpusAreNotEnough) {
   EXPECT_TRUE(plan_preemption(2, 2, jobs).shrinks.empty());
 }
 
-TEST(NodeLoss, ShrinksToAPpOnlyPlanUnderStrictConsistency) {
+TEST(ScalerNodeLoss, ShrinksToAPpOnlyPlanUnderStrictConsistency) {
   // 12 layers of 4 GB static each on 20 GB GPUs: PP must stay >= 3 (4 layers = 16 GB).
   ElasticModel m;
   m.name = "tight";

@@ -26,7 +26,7 @@ SimOptions opts(Policy p, double fraction = 1.0) {
 }
 }  // namespace
 
-TEST(Simulator, StaticFcfsByHand) {
+TEST(ScalerSimulator, StaticFcfsByHand) {
   // One 8-GPU node. A (8 GPUs, 100 s) runs 0-100; B (4, 50 s) and C (4, 10 s) wait until 100.
   const std::vector<TraceJob> trace = {{"A", 0, 100, 8}, {"B", 10, 50, 4}, {"C", 20, 10, 4}};
   const auto r = simulate(trace, nodes(1), opts(Policy::static_fcfs));
@@ -40,7 +40,7 @@ TEST(Simulator, StaticFcfsByHand) {
   EXPECT_EQ(r.metrics.scaling_events, 0);
 }
 
-TEST(Simulator, HeadOfLineBlocksInStaticFcfs) {
+TEST(ScalerSimulator, HeadOfLineBlocksInStaticFcfs) {
   // Two nodes; A holds one; B needs 16 and waits; C (4) arrives after B and must wait too.
   const std::vector<TraceJob> trace = {{"A", 0, 100, 8}, {"B", 1, 10, 16}, {"C", 2, 5, 4}};
   const auto r = simulate(trace, nodes(2), opts(Policy::static_fcfs));
@@ -48,7 +48,7 @@ TEST(Simulator, HeadOfLineBlocksInStaticFcfs) {
   EXPECT_DOUBLE_EQ(job(r, "C").start_s, 110);
 }
 
-TEST(Simulator, ElasticJobScalesUpAndDoesItsWork) {
+TEST(ScalerSimulator, ElasticJobScalesUpAndDoesItsWork) {
   const std::vector<TraceJob> trace = {{"E", 0, 36000, 32}};
   const auto stat = simulate(trace, nodes(16), opts(Policy::static_fcfs));
   const auto flex = simulate(trace, nodes(16), opts(Policy::flextrain));
@@ -68,7 +68,7 @@ TEST(Simulator, ElasticJobScalesUpAndDoesItsWork) {
   EXPECT_NE(flex.sample_decisions[0].find("lambda_per_h"), std::string::npos);
 }
 
-TEST(Simulator, QueuedJobPreemptsScaledUpGpus) {
+TEST(ScalerSimulator, QueuedJobPreemptsScaledUpGpus) {
   // 12 nodes (96 GPUs): E (32, elastic) grows to 88; N (64, non-elastic by fraction of its own
   // draw... force: min_gpus above 64 makes N non-elastic) arrives and reclaims.
   const std::vector<TraceJob> trace = {{"E", 0, 36000, 32}, {"N", 100, 1000, 64}};
@@ -83,7 +83,7 @@ TEST(Simulator, QueuedJobPreemptsScaledUpGpus) {
   EXPECT_EQ(r.metrics.unfinished_jobs, 0);
 }
 
-TEST(Simulator, PreemptionAbortsWhenReclaimIsNotEnough) {
+TEST(ScalerSimulator, PreemptionAbortsWhenReclaimIsNotEnough) {
   // 6 nodes = 48 GPUs. E (32, elastic small) grows to 48. B (24, below min_gpus so non-elastic)
   // arrives at 50: 0 free and only 16 reclaimable, so preemption aborts and B waits for E.
   const std::vector<TraceJob> trace = {{"E", 0, 10000, 32}, {"B", 50, 10, 24}};
@@ -101,7 +101,7 @@ TEST(Simulator, PreemptionAbortsWhenReclaimIsNotEnough) {
   EXPECT_LT(job(r16, "B").start_s, 50 + 600);
 }
 
-TEST(Simulator, NodeLossShrinksElasticJobsAndRequeuesOthers) {
+TEST(ScalerSimulator, NodeLossShrinksElasticJobsAndRequeuesOthers) {
   const std::vector<TraceJob> trace = {{"E", 0, 36000, 32}, {"S", 0, 1000, 8}};
   SimOptions o = opts(Policy::flextrain);
   o.min_gpus = 32;
@@ -126,7 +126,7 @@ std::optional<std::vector<TraceJob>> real_trace(const std::string& name) {
 }
 }  // namespace
 
-TEST(Simulator, InvariantsHoldOnARealTraceForEveryPolicy) {
+TEST(ScalerSimulator, InvariantsHoldOnARealTraceForEveryPolicy) {
   const auto trace = real_trace("cluster03.csv");
   if (!trace) GTEST_SKIP() << flotilla::data_missing_message("traces/elasticflow/cluster03.csv");
   const auto cluster = auto_cluster(*trace, 0.65);
@@ -145,7 +145,7 @@ TEST(Simulator, InvariantsHoldOnARealTraceForEveryPolicy) {
   }
 }
 
-TEST(Simulator, DeterministicForASeedAndNestedAcrossFractions) {
+TEST(ScalerSimulator, DeterministicForASeedAndNestedAcrossFractions) {
   const auto trace = real_trace("cluster01.csv");
   if (!trace) GTEST_SKIP() << flotilla::data_missing_message("traces/elasticflow/cluster01.csv");
   const auto cluster = auto_cluster(*trace, 0.65);

@@ -17,7 +17,7 @@ fs::path write(const std::string& name, const std::string& text) {
 }
 }  // namespace
 
-TEST(TraceLoader, ElasticFlowCsv) {
+TEST(ScalerTraceLoader, ElasticFlowCsv) {
   const auto p = write("ef.csv",
                        "job_id,submission_time,duration,num_gpu\n"
                        "b,20,5,4\n"
@@ -33,7 +33,7 @@ TEST(TraceLoader, ElasticFlowCsv) {
   fs::remove(p);
 }
 
-TEST(TraceLoader, AlibabaPodList) {
+TEST(ScalerTraceLoader, AlibabaPodList) {
   const auto p = write("ali.csv",
                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
                        "creation_time,deletion_time,scheduled_time\n"
@@ -49,7 +49,7 @@ TEST(TraceLoader, AlibabaPodList) {
   fs::remove(p);
 }
 
-TEST(TraceLoader, BadInputIsOneClearLine) {
+TEST(ScalerTraceLoader, BadInputIsOneClearLine) {
   EXPECT_NE(load_trace("/nonexistent/x.csv").error.find("cannot read trace"), std::string::npos);
   const auto p = write("bad.csv", "a,b,c\n1,2,3\n");
   EXPECT_NE(load_trace(p.string()).error.find("unknown header"), std::string::npos);
@@ -59,7 +59,7 @@ TEST(TraceLoader, BadInputIsOneClearLine) {
   fs::remove(q);
 }
 
-TEST(ClusterLoader, YamlAndAlibabaNodeList) {
+TEST(ScalerClusterLoader, YamlAndAlibabaNodeList) {
   const auto y = write("c.yaml",
                        "nodes:\n"
                        "  - {count: 3, gpus: 8, gpu_type: H100-80, zone: a}\n"
@@ -81,7 +81,7 @@ TEST(ClusterLoader, YamlAndAlibabaNodeList) {
   for (const auto& p : {y, bad, notyaml, ali}) fs::remove(p);
 }
 
-TEST(ClusterLoader, AutoClusterCoversTheLargestJobAndTheMeanDemand) {
+TEST(ScalerClusterLoader, AutoClusterCoversTheLargestJobAndTheMeanDemand) {
   // 100 GPU-s per second of span on average: 100 / 0.5 = 200 GPUs = 25 nodes.
   const std::vector<TraceJob> jobs = {{"a", 0, 1000, 100}, {"b", 1000, 0, 1}};
   EXPECT_EQ(auto_cluster(jobs, 0.5).size(), 25u);
@@ -89,7 +89,7 @@ TEST(ClusterLoader, AutoClusterCoversTheLargestJobAndTheMeanDemand) {
   EXPECT_EQ(auto_cluster(big, 0.5).size(), 8u);
 }
 
-TEST(TraceLoader, RealTracesLoad) {
+TEST(ScalerTraceLoader, RealTracesLoad) {
   const auto ef = flotilla::data_path("traces/elasticflow/cluster04.csv");
   if (!ef) GTEST_SKIP() << flotilla::data_missing_message("traces/elasticflow/cluster04.csv");
   const auto t = load_trace(ef->string());
