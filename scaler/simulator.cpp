@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
 
 #include "scaler/arrival_rate.h"
 #include "scaler/elastic_model.h"
@@ -227,6 +228,7 @@ class Simulation {
     j.alloc = a;
     j.gpus = j.trace.gpus;
     j.status = Status::running;
+    running_.insert(static_cast<int>(&j - jobs_.data()));
     j.last_s = now;
     j.pause_until = now + delay_s;
     j.speed = speed_of(j);
@@ -242,6 +244,7 @@ class Simulation {
     cluster_.give(j.alloc);
     j.alloc.clear();
     j.status = Status::done;
+    running_.erase(e.index);
     j.out.finish_s = now;
     j.out.work_s = j.work;
   }
@@ -270,8 +273,9 @@ class Simulation {
   std::vector<ElasticJobView> elastic_views(bool only_scaled_up) {
     std::vector<ElasticJobView> views;
     view_jobs_.clear();
-    for (auto& j : jobs_) {
-      if (j.status != Status::running || !j.elastic) continue;
+    for (int idx : running_) {
+      Job& j = jobs_[idx];
+      if (!j.elastic) continue;
       if (only_scaled_up && j.gpus <= j.mt->table.initial.gpus()) continue;
       views.push_back({static_cast<int>(views.size()), j.gpus, &j.mt->table, 0.0});
       view_jobs_.push_back(&j);
@@ -409,6 +413,7 @@ class Simulation {
     j.gpus = 0;
     ++j.version;  // cancels its completion event
     j.status = Status::queued;
+    running_.erase(static_cast<int>(&j - jobs_.data()));
     queue_.push_front(&j);
     ++result_.metrics.requeues;
   }
@@ -420,8 +425,9 @@ class Simulation {
     }
     if (!cluster_.node_up(e.node)) return;
     cluster_.set_node_up(e.node, false);
-    for (auto& j : jobs_) {
-      if (j.status != Status::running) continue;
+    const std::vector<int> running(running_.begin(), running_.end());
+    for (int idx : running) {
+      Job& j = jobs_[idx];
       int lost = 0;
       Allocation left;
       for (auto [node, n] : j.alloc) {
@@ -448,8 +454,8 @@ class Simulation {
 
   void check_allocations(double now) {
     std::vector<int> used(cluster_.nodes().size(), 0);
-    for (const auto& j : jobs_) {
-      if (j.status != Status::running) continue;
+    for (int idx : running_) {
+      const Job& j = jobs_[idx];
       int sum = 0;
       for (auto [node, n] : j.alloc) {
         used[node] += n;
@@ -535,6 +541,7 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::map<int, std::unique_ptr<ModelTable>> tables_;
   std::vector<Job*> view_jobs_;
+  std::set<int> running_;  // indices into jobs_, ordered so iteration is deterministic
   SimResult result_;
   long seq_ = 0;
   int violations_ = 0;
