@@ -404,7 +404,10 @@ class Simulation {
       }
       break;
     }
-    if (queue_.empty() && opt_.policy != Policy::static_fcfs) scale_up_pass(now);
+    // FlexTrain and greedy grow jobs only when nobody waits (§5.1). ElasticFlow was designed for
+    // all-elastic clusters and hands idle GPUs to elastic jobs even while a job waits.
+    if (opt_.policy == Policy::elasticflow || (queue_.empty() && opt_.policy != Policy::static_fcfs))
+      scale_up_pass(now);
   }
 
   void requeue(Job& j) {

@@ -7,9 +7,10 @@
 //   greedy      FlexTrain's predictive greedy scale-up without the Poisson check, + §5.2
 //               preemption of scaled-up GPUs for a queued job that does not fit.
 //   elasticflow ElasticFlow-style: every pass grows elastic jobs round-robin by one minimal
-//               unit (the next scale-table entry) while GPUs are free; same preemption.
+//               unit (the next scale-table entry) while GPUs are free, also while jobs wait
+//               (ElasticFlow assumes an all-elastic cluster); same preemption.
 //   flextrain   the full policy: greedy + Poisson benefit check + preemption.
-// Scale-up passes run only when the queue is empty (FlexTrain §5.1). Elastic jobs start at their
+// greedy/flextrain scale-up passes run only when the queue is empty (FlexTrain §5.1). Elastic jobs start at their
 // requested layout and never shrink below it except after a node loss.
 // A trace job becomes an elastic training job with probability elastic_fraction if it requests
 // >= min_gpus GPUs and a Table-2 model fits its count (elastic_model.h); the trace duration is
