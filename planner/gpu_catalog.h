@@ -1,0 +1,62 @@
+// GPU types: memory, peak compute, bandwidths, node shape and price.
+//
+// Guarantees: builtin_gpu_catalog() holds A100-40, A100-80, H100-80, H200, GH200-96 (alias
+//   GH-96), V100-16, V100-32, L4, A10G, T4, RTX-2080, RTX-3090, RTX-4090, Titan-RTX with public
+//   spec-sheet numbers (sources in docs/planner.md) and Sailor's GCP prices where Sailor gives
+//   them. find() is case-insensitive and accepts aliases. An override (YAML) replaces any field
+//   of any type, or adds a type.
+// Assumes: memory_bytes is what the framework can allocate (Sailor's basic_cluster_config
+//   values where they exist), peak_bf16_tflops is dense (no sparsity) fp16/bf16 tensor peak.
+// Caveats: compute_efficiency is the fraction of peak a transformer layer reaches, fitted once
+//   over all of Sailor's profiles per GPU type (planner/calibration.h); types without profiles
+//   carry a documented default.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/result.h"
+
+namespace flotilla::planner {
+
+struct GpuType {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::int64_t memory_bytes = 0;
+  double peak_bf16_tflops = 0;
+  double mem_bandwidth_bytes_per_s = 0;
+  int gpus_per_node = 8;
+  double intra_node_bandwidth_bytes_per_s = 0;  // per GPU, one direction (NVLink / PCIe)
+  double inter_node_bandwidth_bytes_per_s = 0;  // per node NIC, one direction
+  double usd_per_hour = 0;                      // per GPU
+  double compute_efficiency = 0.35;             // achieved / peak for transformer layers
+  // Memory the training process holds beyond the model's tensors: CUDA context, NCCL
+  // communicators, cuBLAS workspaces, allocator cache. Calibrated on GH200 (Sailor's Clariden
+  // runs); other types carry a documented default (docs/planner.md).
+  std::int64_t runtime_overhead_bytes = 1500LL << 20;
+};
+
+class GpuCatalog {
+ public:
+  GpuCatalog() = default;
+  explicit GpuCatalog(std::vector<GpuType> types) : types_(std::move(types)) {}
+
+  const GpuType* find(std::string_view name) const;
+  // Index into types(), or -1. Indices are stable until the next upsert.
+  int index_of(std::string_view name) const;
+  const std::vector<GpuType>& types() const { return types_; }
+  void upsert(GpuType type);  // replaces the type with the same (normalized) name
+
+ private:
+  std::vector<GpuType> types_;
+};
+
+GpuCatalog builtin_gpu_catalog();
+
+// Applies a YAML/JSON override: either a map `name: {field: value, ...}` or a list of
+// `{name: ..., field: value}`. Unknown fields or negative values give one clear line.
+Result<GpuCatalog> apply_catalog_override(GpuCatalog base, std::string_view yaml_text);
+
+}  // namespace flotilla::planner

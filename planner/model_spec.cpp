@@ -1,0 +1,156 @@
+#include "planner/model_spec.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace flotilla::planner {
+namespace {
+
+using i64 = std::int64_t;
+
+i64 embed_width(const ModelSpec& m) { return m.embed_proj_dim > 0 ? m.embed_proj_dim : m.hidden; }
+
+// OPT-350M (the only preset with a projection) applies no final LayerNorm
+// (do_layer_norm_before = false); every other preset has one.
+i64 final_norm_params(const ModelSpec& m) {
+  if (m.embed_proj_dim > 0) return 0;
+  return m.family == ModelFamily::kGpt ? 2LL * m.hidden : m.hidden;
+}
+
+ModelSpec gpt(std::string name, int layers, int hidden, int heads, int vocab, int positions,
+              std::vector<std::string> aliases) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = ModelFamily::kGpt;
+  m.num_layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.head_dim = hidden / heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = vocab;
+  m.seq_len = 2048;
+  m.max_position_embeddings = positions;
+  m.tied_embeddings = true;
+  m.aliases = std::move(aliases);
+  return m;
+}
+
+ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn,
+                int vocab, int seq, std::vector<std::string> aliases) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = ModelFamily::kLlama;
+  m.num_layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.head_dim = hidden / heads;
+  m.kv_heads = kv_heads;
+  m.ffn_hidden = ffn;
+  m.vocab = vocab;
+  m.seq_len = seq;
+  m.tied_embeddings = false;
+  m.aliases = std::move(aliases);
+  return m;
+}
+
+std::vector<ModelSpec> make_presets() {
+  std::vector<ModelSpec> p;
+  // OPT positions: 2048 + 2 offset rows (HF OPTLearnedPositionalEmbedding).
+  ModelSpec opt350 = gpt("OPT-350M", 24, 1024, 16, 50272, 2050, {"OPT-350", "opt-350m", "opt350m"});
+  opt350.embed_proj_dim = 512;
+  p.push_back(opt350);
+  p.push_back(gpt("GPT-Neo-2.7B", 32, 2560, 20, 50257, 2048,
+                  {"GPT-Neo-2.7", "gpt-neo-2.7b", "gptneo-2.7b", "gpt-neo"}));
+  ModelSpec opt30 = gpt("OPT-30B", 48, 7168, 56, 50272, 2050, {"OPT-30", "opt30b"});
+  p.push_back(opt30);
+  p.push_back(llama("Llama-3-8B", 32, 4096, 32, 8, 14336, 128256, 8192,
+                    {"LLAMA-3-8", "llama3-8b", "meta-llama-3-8b"}));
+  p.push_back(llama("Llama-2-7B", 32, 4096, 32, 32, 11008, 32000, 4096, {"llama2-7b", "LLAMA-2-7"}));
+  p.push_back(llama("Llama-2-13B", 40, 5120, 40, 40, 13824, 32000, 4096, {"llama2-13b", "LLAMA-2-13"}));
+  p.push_back(llama("Llama-2-70B", 80, 8192, 64, 8, 28672, 32000, 4096, {"llama2-70b", "LLAMA-2-70"}));
+  p.push_back(gpt("GPT-3-175B", 96, 12288, 96, 50257, 2048, {"gpt3-175b", "GPT-3", "gpt3"}));
+  return p;
+}
+
+}  // namespace
+
+std::string normalize_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    if (c == '_' || c == ' ') c = '-';
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+std::int64_t embedding_params(const ModelSpec& m) {
+  i64 n = static_cast<i64>(m.vocab) * embed_width(m);
+  if (m.family == ModelFamily::kGpt) n += static_cast<i64>(m.max_position_embeddings) * m.hidden;
+  if (m.embed_proj_dim > 0) n += static_cast<i64>(m.embed_proj_dim) * m.hidden;  // project_in
+  return n;
+}
+
+std::int64_t transformer_layer_params(const ModelSpec& m) {
+  const i64 h = m.hidden;
+  const i64 kv = static_cast<i64>(m.effective_kv_heads()) * m.head_dim;
+  const i64 q = static_cast<i64>(m.heads) * m.head_dim;
+  const i64 f = m.ffn_hidden;
+  if (m.family == ModelFamily::kGpt) {
+    // q,k,v,o weights and biases; 2 LayerNorms (weight + bias); fc1/fc2 with biases.
+    return h * (q + 2 * kv) + (q + 2 * kv) + q * h + h + 4 * h + 2 * h * f + f + h;
+  }
+  // Llama: no biases, 2 RMSNorm weights, SwiGLU (gate, up, down).
+  return h * (q + 2 * kv) + q * h + 2 * h + 3 * h * f;
+}
+
+std::int64_t head_matrix_params(const ModelSpec& m) { return static_cast<i64>(m.vocab) * embed_width(m); }
+
+std::int64_t head_params(const ModelSpec& m) {
+  i64 n = final_norm_params(m);
+  if (m.embed_proj_dim > 0) n += static_cast<i64>(m.hidden) * m.embed_proj_dim;  // project_out
+  if (!m.tied_embeddings) n += head_matrix_params(m);
+  return n;
+}
+
+std::int64_t total_params(const ModelSpec& m) {
+  return embedding_params(m) + m.num_layers * transformer_layer_params(m) + head_params(m);
+}
+
+std::int64_t block_params(const ModelSpec& m, int block) {
+  if (block == 0) return embedding_params(m);
+  if (block == m.num_layers + 1) return head_params(m);
+  return transformer_layer_params(m);
+}
+
+double block_forward_flops(const ModelSpec& m, int block, int seq_len) {
+  const double s = seq_len;
+  if (block == 0) return 0.0;  // a table lookup (+ OPT's small projection, negligible)
+  if (block == m.num_layers + 1) return 2.0 * s * static_cast<double>(head_matrix_params(m));
+  const double h = m.hidden;
+  const double q = static_cast<double>(m.heads) * m.head_dim;
+  const double kv = static_cast<double>(m.effective_kv_heads()) * m.head_dim;
+  const double f = m.ffn_hidden;
+  const double mlp_mats = m.family == ModelFamily::kGpt ? 2.0 : 3.0;
+  const double matmul = 2.0 * s * (h * (q + 2 * kv) + q * h + mlp_mats * h * f);
+  const double attention = 2.0 * 2.0 * s * s * q;  // QK^T and AV
+  return matmul + attention;
+}
+
+const std::vector<ModelSpec>& model_presets() {
+  static const std::vector<ModelSpec> presets = make_presets();
+  return presets;
+}
+
+std::optional<ModelSpec> find_preset(std::string_view name) {
+  const std::string want = normalize_name(name);
+  for (const ModelSpec& m : model_presets()) {
+    if (normalize_name(m.name) == want) return m;
+    for (const std::string& alias : m.aliases) {
+      if (normalize_name(alias) == want) return m;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace flotilla::planner

@@ -1,0 +1,65 @@
+// A training plan: pipeline stages, each a block range with a TP degree and DP replicas.
+//
+// Guarantees: general enough for heterogeneous plans (every replica names its GPU type and
+//   zone; layer splits may be uneven). validate_plan() checks the invariants the models rely on.
+// Assumes: blocks are indexed as in model_spec.h (0 = embedding, 1..L layers, L+1 = head);
+//   stage s covers [first_block, last_block); stages are contiguous and cover 0..L+2.
+//   Every stage has the same number of DP replicas (a micro-batch flows through one replica
+//   per stage), and every replica of a stage uses the stage's TP degree.
+// Caveats: Sailor's plan format allows a TP per replica; read_sailor_plan() accepts that only
+//   when the replicas of a stage agree (it says so otherwise).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/result.h"
+
+namespace flotilla::planner {
+
+enum class Precision { kFp32, kFp16Mixed, kBf16Mixed };
+enum class Recompute { kNone, kSelective, kFull };
+
+struct TrainingOptions {
+  Precision precision = Precision::kFp16Mixed;
+  int zero_stage = 0;  // 0..3 (ZeRO-1 shards optimizer, 2 also grads, 3 also weights)
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+};
+
+struct Replica {
+  std::string gpu_type;
+  std::string zone;
+  // How many of this replica's TP GPUs sit in one node (Sailor's gpus_in_node); 0 = all.
+  int gpus_per_node = 0;
+};
+
+struct Stage {
+  int first_block = 0;
+  int last_block = 0;  // exclusive
+  int tp = 1;
+  std::vector<Replica> replicas;
+
+  int num_blocks() const { return last_block - first_block; }
+  int dp() const { return static_cast<int>(replicas.size()); }
+  int num_gpus() const { return tp * dp(); }
+};
+
+struct Plan {
+  std::vector<Stage> stages;
+  int micro_batch_size = 1;
+  int global_batch_size = 1;
+  TrainingOptions options;
+
+  int num_stages() const { return static_cast<int>(stages.size()); }
+  int dp() const { return stages.empty() ? 0 : stages.front().dp(); }
+  // Micro-batches per replica per iteration: gbs / (mbs * dp), rounded up.
+  int num_micro_batches() const;
+  int num_gpus() const;
+};
+
+// Empty string when valid, else one line (e.g. "stage 1 starts at block 13 but stage 0 ends at 12").
+std::string validate_plan(const Plan& plan, int num_blocks);
+
+}  // namespace flotilla::planner

@@ -1,0 +1,64 @@
+// Measured per-block compute times (Sailor's profile.json) and the FLOP-based fallback.
+//
+// Guarantees: ComputeModel::block_times() always answers: from a profile of (model, GPU) when
+//   one exists for that TP (micro-batch sizes not profiled are interpolated/extrapolated
+//   linearly in mbs between the nearest profiled sizes), else from FLOPs / (peak x efficiency).
+// Assumes: profile times are seconds per micro-batch on one GPU of a TP group, fwd/bwd/update;
+//   block indexing as in model_spec.h. Parsing is in profile_io.h (I/O); this is pure.
+// Caveats: the FLOP fallback ignores kernel-launch floors, so it is optimistic for tiny
+//   micro-batches; calibration.h reports its error against the profiles.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/gpu_catalog.h"
+#include "planner/model_spec.h"
+
+namespace flotilla::planner {
+
+struct LayerTimes {
+  double forward_s = 0;
+  double backward_s = 0;
+  double update_s = 0;
+};
+
+// One model on one GPU type: mbs -> tp -> per-block times (index = block).
+struct GpuProfile {
+  std::string model;
+  std::string gpu;
+  std::map<int, std::map<int, std::vector<LayerTimes>>> by_mbs_tp;
+};
+
+class ProfileSet {
+ public:
+  void add(GpuProfile profile);
+  // Matching uses normalize_name() and model aliases ("OPT-350" matches preset OPT-350M).
+  const GpuProfile* find(const ModelSpec& model, std::string_view gpu) const;
+  const std::vector<GpuProfile>& all() const { return profiles_; }
+
+ private:
+  std::vector<GpuProfile> profiles_;
+};
+
+class ComputeModel {
+ public:
+  explicit ComputeModel(const ProfileSet* profiles = nullptr) : profiles_(profiles) {}
+
+  LayerTimes block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
+                         int micro_batch_size) const;
+  // Sum over blocks [first, last).
+  LayerTimes stage_times(const ModelSpec& model, const GpuType& gpu, int first_block,
+                         int last_block, int tp, int micro_batch_size) const;
+  // The FLOP estimate alone (used by calibration and when no profile exists).
+  static LayerTimes estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block,
+                                         int tp, int micro_batch_size);
+  bool has_profile(const ModelSpec& model, std::string_view gpu, int tp) const;
+
+ private:
+  const ProfileSet* profiles_;
+};
+
+}  // namespace flotilla::planner

@@ -1,0 +1,101 @@
+#include "planner/sailor_plan.h"
+
+#include <nlohmann/json.hpp>
+
+namespace flotilla::planner {
+namespace {
+
+using nlohmann::json;
+using R = Result<SailorPlanFile>;
+
+}  // namespace
+
+Result<SailorPlanFile> parse_sailor_plan(std::string_view text, int num_blocks) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return R::failure(std::string("Sailor plan is not valid JSON: ") + e.what());
+  }
+  SailorPlanFile out;
+  try {
+    if (!j.is_object()) return R::failure("Sailor plan must be a JSON object");
+    if (!j.contains("pipeline_list") || !j["pipeline_list"].is_array() || j["pipeline_list"].empty()) {
+      return R::failure("Sailor plan: 'pipeline_list' is missing or empty");
+    }
+    if (j["pipeline_list"].size() > 1) {
+      return R::failure("Sailor plan: more than one pipeline in 'pipeline_list' is not supported; give one");
+    }
+    for (const char* k : {"mbs", "gbs"}) {
+      if (!j.contains(k) || !j[k].is_number_integer() || j[k].get<long long>() <= 0) {
+        return R::failure(std::string("Sailor plan: '") + k + "' is missing or not a positive integer");
+      }
+    }
+    out.plan.micro_batch_size = j["mbs"].get<int>();
+    out.plan.global_batch_size = j["gbs"].get<int>();
+    const json& p = j["pipeline_list"][0];
+    if (!p.contains("layers_per_stage") || !p.contains("tmp_per_stage")) {
+      return R::failure("Sailor plan: pipeline needs 'layers_per_stage' and 'tmp_per_stage'");
+    }
+    const json& layers = p["layers_per_stage"];
+    const json& tmp = p["tmp_per_stage"];
+    if (!layers.is_array() || !tmp.is_array() || layers.size() != tmp.size() || layers.empty()) {
+      return R::failure("Sailor plan: 'layers_per_stage' and 'tmp_per_stage' must be equally long lists");
+    }
+    for (std::size_t s = 0; s < layers.size(); ++s) {
+      const std::string id = "Sailor plan: stage " + std::to_string(s);
+      Stage st;
+      if (!layers[s].is_array() || layers[s].empty()) return R::failure(id + " has no layers");
+      int prev = -1;
+      for (const json& b : layers[s]) {
+        if (!b.is_number_integer() || b.get<int>() < 0) return R::failure(id + " has a negative or non-integer layer");
+        if (prev >= 0 && b.get<int>() != prev + 1) return R::failure(id + " layers are not contiguous");
+        prev = b.get<int>();
+      }
+      st.first_block = layers[s].front().get<int>();
+      st.last_block = layers[s].back().get<int>() + 1;
+      if (!tmp[s].is_array() || tmp[s].empty()) return R::failure(id + " has no DP replicas in 'tmp_per_stage'");
+      int tp = -1;
+      for (const json& rep : tmp[s]) {
+        // [[ [gpu, gpus_in_node, zone], ... ], tp]
+        if (!rep.is_array() || rep.size() != 2 || !rep[0].is_array() || rep[0].empty() ||
+            !rep[1].is_number_integer()) {
+          return R::failure(id + ": each replica must be [[[gpu, gpus_in_node, zone], ...], tp]");
+        }
+        const int rtp = rep[1].get<int>();
+        if (rtp <= 0) return R::failure(id + ": TP degree must be positive, got " + std::to_string(rtp));
+        if (tp >= 0 && rtp != tp) return R::failure(id + ": replicas with different TP degrees are not supported");
+        tp = rtp;
+        const json& part = rep[0][0];
+        if (!part.is_array() || part.size() < 2 || !part[0].is_string() || !part[1].is_number_integer()) {
+          return R::failure(id + ": replica host entry must be [gpu, gpus_in_node, zone]");
+        }
+        Replica r;
+        r.gpu_type = part[0].get<std::string>();
+        r.gpus_per_node = part[1].get<int>();
+        if (r.gpus_per_node <= 0) return R::failure(id + ": gpus_in_node must be positive");
+        if (part.size() > 2 && part[2].is_string()) r.zone = part[2].get<std::string>();
+        else if (j.contains("zone") && j["zone"].is_string()) r.zone = j["zone"].get<std::string>();
+        for (std::size_t k = 1; k < rep[0].size(); ++k) {
+          if (rep[0][k].is_array() && !rep[0][k].empty() && rep[0][k][0] != part[0]) {
+            return R::failure(id + ": a replica spanning different GPU types is not supported");
+          }
+        }
+        st.replicas.push_back(std::move(r));
+      }
+      st.tp = tp;
+      out.plan.stages.push_back(std::move(st));
+    }
+    if (j.contains("real") && j["real"].is_number()) out.measured_iter_seconds = j["real"].get<double>();
+    if (j.contains("red_grads") && j["red_grads"].is_number()) out.measured_sync_seconds = j["red_grads"].get<double>();
+    if (j.contains("max_mem") && j["max_mem"].is_number()) out.measured_max_mem_bytes = j["max_mem"].get<std::int64_t>();
+  } catch (const json::exception& e) {
+    return R::failure(std::string("Sailor plan: unexpected field type: ") + e.what());
+  }
+  if (std::string err = validate_plan(out.plan, num_blocks); !err.empty()) {
+    return R::failure("Sailor plan: " + err);
+  }
+  return out;
+}
+
+}  // namespace flotilla::planner

@@ -1,0 +1,323 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "planner/memory_model.h"
+#include "planner/search_space.h"
+#include "planner/stage_dp.h"
+
+namespace flotilla::planner {
+
+bool better_plan(const Evaluation& a, int gpus_a, int stages_a, const Evaluation& b, int gpus_b,
+                 int stages_b, Objective objective) {
+  auto close = [](double x, double y) { return std::abs(x - y) <= 1e-9 * std::max(x, y); };
+  if (objective == Objective::kMaxThroughput) {
+    if (!close(a.tokens_per_second, b.tokens_per_second))
+      return a.tokens_per_second > b.tokens_per_second;
+    if (gpus_a != gpus_b) return gpus_a < gpus_b;
+    if (!close(a.usd_per_iteration, b.usd_per_iteration))
+      return a.usd_per_iteration < b.usd_per_iteration;
+  } else {
+    if (!close(a.usd_per_iteration, b.usd_per_iteration))
+      return a.usd_per_iteration < b.usd_per_iteration;
+    if (!close(a.tokens_per_second, b.tokens_per_second))
+      return a.tokens_per_second > b.tokens_per_second;
+    if (gpus_a != gpus_b) return gpus_a < gpus_b;
+  }
+  return stages_a < stages_b;
+}
+
+namespace {
+
+// Collects feasible plans and rejection lines; keeps the ranking deterministic.
+class Collector {
+ public:
+  Collector(const SearchRequest& request, SearchResult& result)
+      : request_(request), result_(result) {}
+
+  void reject(const std::string& kind, std::string what, std::string why) {
+    ++result_.rejection_counts[kind];
+    if (static_cast<int>(result_.rejections.size()) < request_.options.max_rejections &&
+        seen_.insert(kind + "|" + why).second)
+      result_.rejections.push_back({std::move(what), std::move(why)});
+  }
+
+  // Returns true when the plan is feasible and was kept.
+  bool offer(Plan plan, const EvalContext& context) {
+    const std::string signature = describe_plan(plan);
+    if (!offered_.insert(signature).second) return false;
+    ++result_.stats.evaluations;
+    Evaluation evaluation = evaluate(plan, request_.model, context);
+    if (auto bad = violation(request_, plan, evaluation)) {
+      reject(bad->kind, signature, bad->why);
+      return false;
+    }
+    result_.plans.push_back({std::move(plan), std::move(evaluation)});
+    return true;
+  }
+
+  void rank() {
+    std::stable_sort(result_.plans.begin(), result_.plans.end(),
+                     [&](const RankedPlan& a, const RankedPlan& b) {
+                       return better_plan(a.evaluation, a.plan.num_gpus(), a.plan.num_stages(),
+                                          b.evaluation, b.plan.num_gpus(), b.plan.num_stages(),
+                                          request_.objective);
+                     });
+  }
+
+ private:
+  const SearchRequest& request_;
+  SearchResult& result_;
+  std::set<std::string> seen_;
+  std::set<std::string> offered_;
+};
+
+struct Scored {
+  double iter_seconds = 0;      // proxy
+  double usd_per_iteration = 0; // proxy
+  const DpCandidate* candidate = nullptr;
+};
+
+class Searcher {
+ public:
+  Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result)
+      : request_(request), context_(context), result_(result), collector_(request, result) {
+    pools_ = merged_pools(request, *context.catalog);
+    for (const SearchPool& pool : pools_) total_gpus_ += pool.gpus;
+    blocks_ = request.model.num_blocks();
+    max_stages_ = request.options.max_stages > 0 ? std::min(request.options.max_stages, blocks_)
+                                                  : blocks_;
+  }
+
+  void run() {
+    if (pools_.empty()) {
+      result_.failure = "no free GPUs of a known type in the cluster";
+      return;
+    }
+    for (int mbs : micro_batch_sizes(request_)) search_micro_batch(mbs);
+    collector_.rank();
+    auto& plans = result_.plans;
+    if (static_cast<int>(plans.size()) > request_.options.max_plans)
+      plans.resize(request_.options.max_plans);
+    if (plans.empty()) result_.failure = failure_line();
+  }
+
+ private:
+  // Best objective value among the plans kept for one (mbs, D); nullopt when none.
+  std::optional<double> search_point(int mbs, int dp) {
+    const std::vector<StageConfig> configs = stage_configs(request_, pools_, dp);
+    const std::string what = "mbs " + std::to_string(mbs) + ", D " + std::to_string(dp);
+    if (configs.empty()) {
+      collector_.reject("too-few-gpus", what, "no pool has " + std::to_string(dp) +
+                                                  " free GPUs for D replicas");
+      return std::nullopt;
+    }
+    std::vector<std::vector<double>> prefix;
+    std::vector<std::vector<double>> update_prefix;
+    for (const StageConfig& config : configs) {
+      const GpuType& gpu = *pools_[config.pool].gpu;
+      std::vector<double> p(blocks_ + 1, 0.0), u(blocks_ + 1, 0.0);
+      for (int b = 0; b < blocks_; ++b) {
+        const LayerTimes t =
+            context_.compute->block_times(request_.model, gpu, b, config.tp, mbs);
+        p[b + 1] = p[b] + t.forward_s + t.backward_s;
+        u[b + 1] = u[b] + t.update_s;
+      }
+      prefix.push_back(std::move(p));
+      update_prefix.push_back(std::move(u));
+    }
+    StageDpInput input;
+    input.model = &request_.model;
+    input.training = &request_.training;
+    input.pools = &pools_;
+    input.configs = &configs;
+    input.time_prefix = &prefix;
+    input.micro_batch_size = mbs;
+    input.dp = dp;
+    input.num_micro_batches = request_.global_batch_size / (mbs * dp);
+    input.max_stages = max_stages_;
+    StageDp solver(input);
+    if (request_.options.heuristics) {
+      // H2: a block that fits no (GPU, TP) alone rules out this (mbs, D) before the DP.
+      for (int b = 0; b < blocks_; ++b) {
+        if (!solver.block_fits_somewhere(b)) {
+          collector_.reject("oom", what,
+                            "OOM: block " + std::to_string(b) +
+                                " alone exceeds every GPU's memory at the largest allowed TP");
+          return std::nullopt;
+        }
+      }
+    }
+    solver.solve();
+    ++result_.stats.dp_runs;
+    result_.stats.dp_states += solver.states();
+    if (solver.truncated())
+      collector_.reject("truncated", what,
+                        "stage DP stopped at its state budget; deeper pipelines not explored");
+    const std::vector<DpCandidate> found = solver.candidates();
+    result_.stats.plans_considered += static_cast<std::int64_t>(found.size());
+    if (found.empty()) {
+      collector_.reject("oom", what,
+                        "no split into stages fits in memory with the free GPUs (OOM or too few "
+                        "GPUs for every depth)");
+      return std::nullopt;
+    }
+    const int m = input.num_micro_batches;
+    std::vector<Scored> scored;
+    scored.reserve(found.size());
+    for (const DpCandidate& candidate : found)
+      scored.push_back(score(candidate, configs, prefix, update_prefix, m, dp));
+
+    // Per depth, the few best by the proxy go to evaluate(); the proxy ranks, evaluate() decides.
+    std::optional<double> best;
+    for (int depth = 1; depth <= max_stages_; ++depth) {
+      std::vector<const Scored*> at_depth;
+      for (const Scored& s : scored)
+        if (s.candidate->stages == depth) at_depth.push_back(&s);
+      if (at_depth.empty()) continue;
+      std::sort(at_depth.begin(), at_depth.end(), [&](const Scored* a, const Scored* b) {
+        return proxy_key(*a) < proxy_key(*b);
+      });
+      int kept = 0;
+      for (const Scored* s : at_depth) {
+        if (kept >= kCandidatesPerDepth) break;
+        ++kept;
+        Plan plan;
+        const std::string why =
+            materialize_plan(request_, pools_, configs, s->candidate->choices, mbs, dp, plan);
+        if (!why.empty()) {
+          collector_.reject("too-few-gpus", what, why);
+          continue;
+        }
+        if (collector_.offer(plan, context_)) {
+          const Evaluation& e = result_.plans.back().evaluation;
+          const double value = request_.objective == Objective::kMaxThroughput
+                                   ? e.tokens_per_second
+                                   : -e.usd_per_iteration;
+          if (!best || value > *best) best = value;
+        }
+      }
+    }
+    return best;
+  }
+
+  // Lower is better. Proxy-infeasible candidates sort after all proxy-feasible ones.
+  std::pair<int, double> proxy_key(const Scored& s) const {
+    const SearchConstraints& c = request_.constraints;
+    const double tokens = tokens_per_iteration() / s.iter_seconds;
+    int penalty = 0;
+    if (c.max_usd_per_iteration && s.usd_per_iteration > *c.max_usd_per_iteration) ++penalty;
+    if (c.min_tokens_per_second && tokens < *c.min_tokens_per_second) ++penalty;
+    const double value = request_.objective == Objective::kMaxThroughput ? s.iter_seconds
+                                                                          : s.usd_per_iteration;
+    return {penalty, value};
+  }
+
+  double tokens_per_iteration() const {
+    return static_cast<double>(request_.global_batch_size) * request_.model.seq_len;
+  }
+
+  // 1F1B proxy: warm-up/cool-down (sum of stages) + (m - 1) x slowest + DP sync + update.
+  Scored score(const DpCandidate& candidate, const std::vector<StageConfig>& configs,
+               const std::vector<std::vector<double>>& prefix,
+               const std::vector<std::vector<double>>& update_prefix, int m, int dp) const {
+    double sum = 0, tail = 0, usd_per_second = 0;
+    for (const StageChoice& choice : candidate.choices) {
+      const StageConfig& config = configs[choice.config];
+      const SearchPool& pool = pools_[config.pool];
+      sum += prefix[choice.config][choice.last_block] - prefix[choice.config][choice.first_block];
+      double sync = 0;
+      if (dp > 1) {
+        const double grad_bytes =
+            2.0 * static_cast<double>(stage_params_per_rank(request_.model, choice.first_block,
+                                                            choice.last_block, config.tp));
+        const LinkKind link = dp * config.tp <= pool.max_tp ? LinkKind::kIntraNode
+                                                             : LinkKind::kInterNode;
+        sync = context_.network->allreduce_seconds(grad_bytes, dp, link, pool.gpu_type);
+      }
+      const double update = update_prefix[choice.config][choice.last_block] -
+                            update_prefix[choice.config][choice.first_block];
+      tail = std::max(tail, sync + update);
+      usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
+    }
+    Scored s;
+    s.candidate = &candidate;
+    s.iter_seconds = sum + (m - 1) * static_cast<double>(candidate.slowest_stage_seconds) + tail;
+    s.usd_per_iteration = usd_per_second * s.iter_seconds;
+    return s;
+  }
+
+  void search_micro_batch(int mbs) {
+    std::vector<int> degrees = dp_degrees(request_, mbs, total_gpus_);
+    const bool throughput = request_.objective == Objective::kMaxThroughput;
+    // H3: throughput -> largest D first; H4: cost -> smallest D first.
+    if (throughput) std::reverse(degrees.begin(), degrees.end());
+    std::optional<double> previous;
+    for (std::size_t i = 0; i < degrees.size(); ++i) {
+      const std::optional<double> best = search_point(mbs, degrees[i]);
+      if (!request_.options.heuristics || !best) continue;
+      if (previous && *best < *previous) {
+        const std::string rest = "mbs " + std::to_string(mbs) + ", D " +
+                                 (throughput ? "< " : "> ") + std::to_string(degrees[i]);
+        collector_.reject(throughput ? "pruned-h3" : "pruned-h4", rest,
+                          throughput ? "not explored (H3): throughput stopped increasing at D " +
+                                           std::to_string(degrees[i])
+                                     : "not explored (H4): cost stopped decreasing at D " +
+                                           std::to_string(degrees[i]));
+        break;
+      }
+      previous = best;
+    }
+  }
+
+  std::string failure_line() const {
+    const auto& counts = result_.rejection_counts;
+    auto count = [&](const char* kind) {
+      auto it = counts.find(kind);
+      return it == counts.end() ? 0 : it->second;
+    };
+    std::string first;
+    for (const Rejection& r : result_.rejections) {
+      if (first.empty()) first = r.what + ": " + r.why;
+    }
+    if (count("over-budget") > 0 || count("below-min-throughput") > 0 || count("over-quota") > 0)
+      return "no plan meets the constraints (" + std::to_string(count("over-budget")) +
+             " over budget, " + std::to_string(count("below-min-throughput")) +
+             " below the minimum throughput, " + std::to_string(count("over-quota")) +
+             " over quota); e.g. " + first;
+    return "the model fits nowhere on these GPUs (" + std::to_string(total_gpus_) +
+           " free); e.g. " + first;
+  }
+
+  static constexpr int kCandidatesPerDepth = 3;
+
+  const SearchRequest& request_;
+  const EvalContext& context_;
+  SearchResult& result_;
+  Collector collector_;
+  std::vector<SearchPool> pools_;
+  int total_gpus_ = 0;
+  int blocks_ = 0;
+  int max_stages_ = 1;
+};
+
+}  // namespace
+
+SearchResult search_plans(const SearchRequest& request, const EvalContext& context) {
+  SearchResult result;
+  if (request.global_batch_size <= 0) {
+    result.failure = "global batch size must be positive";
+    return result;
+  }
+  if (context.catalog == nullptr || context.compute == nullptr || context.network == nullptr) {
+    result.failure = "search needs a GPU catalog, a compute model and a network model";
+    return result;
+  }
+  Searcher searcher(request, context, result);
+  searcher.run();
+  return result;
+}
+
+}  // namespace flotilla::planner

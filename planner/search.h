@@ -1,0 +1,92 @@
+// Plan search: resources and a parallel plan together (Sailor §4.2), over GPUs free right now.
+//
+// Guarantees: search_plans() returns plans ranked by the objective (best first), each with its
+//   full evaluate() report; no returned plan is predicted to OOM, and every returned plan
+//   respects the request's constraints (budget per iteration, minimum tokens/s, GPUs per type,
+//   per zone, per pool). It also returns the alternatives it rejected, one line each with the
+//   reason (OOM, over budget, below minimum throughput, not enough GPUs, pruned by H3/H4).
+//   It is pure and deterministic (no I/O, no clock, no threads).
+// Assumes: the plan space (shared with exhaustive.h, see search_space.h): a common micro-batch
+//   size and DP degree D (gbs divisible by mbs*D: the global batch is never changed), P
+//   contiguous stages with uneven block splits, and per stage one GPU pool (type x region,
+//   H5/H6) and one TP degree (a power of two within a node, H1) for all its D replicas.
+// Caveats: Sailor lets the replicas of one stage mix GPU types; we keep a stage's replicas on
+//   one type (different stages may differ), which keeps the DP exact and fast. The DP
+//   minimises the slowest stage's compute time per pipeline depth and usage; sync, p2p and
+//   warm-up are then scored by evaluate() on the DP's candidates (docs/planner.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/evaluate.h"
+#include "planner/model_spec.h"
+#include "planner/plan.h"
+
+namespace flotilla::planner {
+
+enum class Objective { kMaxThroughput, kMinCost };
+
+struct SearchConstraints {
+  std::optional<double> max_usd_per_iteration;
+  std::optional<double> min_tokens_per_second;
+  std::map<std::string, int> max_gpus_per_type;  // canonical GPU name -> GPUs
+  std::map<std::string, int> max_gpus_per_zone;
+};
+
+struct SearchOptions {
+  std::vector<int> micro_batch_sizes = {1, 2, 4, 8};
+  std::vector<int> tp_degrees = {1, 2, 4, 8};
+  int max_stages = 0;        // 0: one per block at most
+  bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
+  int max_plans = 5;         // ranked plans returned
+  int max_rejections = 12;   // rejection lines returned (counts are kept for all)
+};
+
+struct SearchRequest {
+  ModelSpec model;
+  int global_batch_size = 0;
+  TrainingOptions training;
+  std::vector<GpuPool> pools;
+  Objective objective = Objective::kMaxThroughput;
+  SearchConstraints constraints;
+  SearchOptions options;
+};
+
+struct RankedPlan {
+  Plan plan;
+  Evaluation evaluation;
+};
+
+struct Rejection {
+  std::string what;  // "mbs 2, D 16, 4 stages"
+  std::string why;   // "OOM on stage 0: 41.3 GB > 40.0 GB", "over budget: 1.92 USD > 1.50 USD"
+};
+
+struct SearchStats {
+  std::int64_t dp_runs = 0;       // (mbs, D) pairs solved by the stage DP
+  std::int64_t dp_states = 0;     // (depth, usage) states visited
+  std::int64_t evaluations = 0;   // evaluate() calls
+  std::int64_t plans_considered = 0;
+};
+
+struct SearchResult {
+  std::vector<RankedPlan> plans;       // best first; empty when nothing fits
+  std::vector<Rejection> rejections;   // capped at options.max_rejections
+  std::map<std::string, int> rejection_counts;  // by kind: "oom", "over-budget", ...
+  SearchStats stats;
+  std::string failure;  // when plans is empty: one line saying why
+};
+
+SearchResult search_plans(const SearchRequest& request, const EvalContext& context);
+
+// True when `a` is strictly better than `b` for the objective (ties: fewer GPUs, then lower
+// cost, then fewer stages), so rankings are deterministic.
+bool better_plan(const Evaluation& a, int gpus_a, int stages_a, const Evaluation& b, int gpus_b,
+                 int stages_b, Objective objective);
+
+}  // namespace flotilla::planner

@@ -1,0 +1,89 @@
+// The stage dynamic program behind search.h (Sailor §4.2.2, Eq. 1), for one (mbs, D).
+//
+// Guarantees: for every pipeline depth P ≤ max_stages and every per-pool usage vector u (GPUs
+//   of pool k = D * sum of TP degrees of the stages on k), solve() finds the smallest possible
+//   time of the slowest stage (forward + backward of one micro-batch) over all contiguous splits
+//   of the blocks into P stages and all (pool, TP) choices per stage with u, such that every
+//   stage fits in memory with the 1F1B in-flight micro-batches of its position. Exact over
+//   that space, not a heuristic: states are (stages placed from the end, u) and each keeps the
+//   best time for every start block, so uneven splits are covered.
+// Assumes: stage time and stage memory grow when a stage takes more blocks (true of the time
+//   and memory models: every block has non-negative time and bytes).
+// Caveats: the cost is O(P_max x states x configs x blocks^2); states grow as D shrinks, so
+//   search.h visits large D first (H3) and a state budget stops runaway cases honestly
+//   (truncated() says so).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "planner/search_space.h"
+
+namespace flotilla::planner {
+
+struct StageDpInput {
+  const ModelSpec* model = nullptr;
+  const TrainingOptions* training = nullptr;
+  const std::vector<SearchPool>* pools = nullptr;
+  const std::vector<StageConfig>* configs = nullptr;
+  // Per config: prefix sums over blocks of forward + backward seconds of one micro-batch.
+  const std::vector<std::vector<double>>* time_prefix = nullptr;
+  int micro_batch_size = 1;
+  int dp = 1;
+  int num_micro_batches = 1;
+  int max_stages = 1;
+  std::int64_t max_states = 400000;
+};
+
+struct DpCandidate {
+  int stages = 0;
+  float slowest_stage_seconds = 0;
+  std::vector<int> usage;  // per pool, in TP units (GPUs / D)
+  std::vector<StageChoice> choices;
+};
+
+class StageDp {
+ public:
+  explicit StageDp(const StageDpInput& input);
+
+  void solve();
+  // Every complete pipeline the DP found (one per depth and usage vector), with its split.
+  std::vector<DpCandidate> candidates() const;
+  std::int64_t states() const { return states_; }
+  bool truncated() const { return truncated_; }
+  // Block b alone does not fit any config even as the last stage (H2's memory floor).
+  bool block_fits_somewhere(int block) const;
+
+ private:
+  struct Level {
+    std::vector<std::uint64_t> keys;
+    std::vector<int> usage;      // states x pools
+    std::vector<float> tau;      // states x (blocks + 1)
+    std::vector<std::int16_t> prev_block;
+    std::vector<std::int16_t> config;
+    std::unordered_map<std::uint64_t, int> index;
+  };
+
+  int add_state(Level& level, std::uint64_t key, const int* usage);
+  void build_memory_table();
+  int mem_start(int config, int in_flight, int end_block) const {
+    return mem_start_[(static_cast<std::size_t>(config) * buckets_ + (in_flight - 1)) *
+                          (blocks_ + 1) +
+                      end_block];
+  }
+  std::vector<StageChoice> reconstruct(int depth, int state) const;
+
+  StageDpInput in_;
+  int blocks_ = 0;
+  int pools_ = 0;
+  int buckets_ = 1;
+  std::vector<int> capacity_;           // per pool, in TP units
+  std::vector<std::uint64_t> stride_;   // mixed-radix key of a usage vector
+  std::vector<int> mem_start_;
+  std::vector<Level> levels_;
+  std::int64_t states_ = 0;
+  bool truncated_ = false;
+};
+
+}  // namespace flotilla::planner

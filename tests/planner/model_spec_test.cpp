@@ -1,0 +1,60 @@
+// Parameter counts of the presets against their published sizes (model cards / papers).
+#include <gtest/gtest.h>
+
+#include "planner/model_spec.h"
+#include "planner/model_spec_io.h"
+
+namespace fp = flotilla::planner;
+
+namespace {
+void expect_params(const char* name, double published, double tolerance) {
+  auto m = fp::find_preset(name);
+  ASSERT_TRUE(m.has_value()) << name;
+  const double n = static_cast<double>(fp::total_params(*m));
+  EXPECT_NEAR(n / published, 1.0, tolerance) << name << " counted " << n;
+}
+}  // namespace
+
+// Tolerance 0.5% where the card gives 3+ significant digits, 2% for the rounded "2.7B"/"30B".
+TEST(ModelSpec, PresetsMatchPublishedSizes) {
+  expect_params("OPT-350M", 331.2e6, 0.005);  // HF count incl. the 512-wide embedding + projections
+  expect_params("GPT-Neo-2.7B", 2.7e9, 0.02);  // HF: 2,651,307,520
+  expect_params("OPT-30B", 30.0e9, 0.02);
+  expect_params("Llama-3-8B", 8.03e9, 0.005);
+  expect_params("Llama-2-7B", 6.74e9, 0.005);
+  expect_params("Llama-2-13B", 13.0e9, 0.005);
+  expect_params("Llama-2-70B", 68.98e9, 0.005);
+  expect_params("GPT-3-175B", 174.6e9, 0.005);
+}
+
+TEST(ModelSpec, HandCountedLayers) {
+  auto gpt3 = *fp::find_preset("gpt-3-175b");
+  EXPECT_EQ(fp::transformer_layer_params(gpt3), 12LL * 12288 * 12288 + 13LL * 12288);
+  auto llama = *fp::find_preset("llama-2-7b");
+  EXPECT_EQ(fp::transformer_layer_params(llama), 4LL * 4096 * 4096 + 3LL * 4096 * 11008 + 2 * 4096);
+}
+
+TEST(ModelSpec, LookupIsCaseInsensitiveWithAliases) {
+  EXPECT_EQ(fp::find_preset("llama-3-8b")->name, "Llama-3-8B");
+  EXPECT_EQ(fp::find_preset("LLAMA-3-8")->name, "Llama-3-8B");
+  EXPECT_EQ(fp::find_preset("OPT-350")->name, "OPT-350M");
+  EXPECT_EQ(fp::find_preset("opt_350m")->name, "OPT-350M");
+  EXPECT_FALSE(fp::find_preset("gpt-5").has_value());
+}
+
+TEST(ModelSpec, ParsesUserSpecAndRejectsBadFields) {
+  auto m = fp::parse_model_spec("name: tiny\nfamily: gpt\nnum_layers: 2\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 32\n");
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m->head_dim, 16);
+  EXPECT_EQ(m->ffn_hidden, 256);
+  auto json = fp::parse_model_spec(R"({"preset": "llama-2-7b", "seq_len": 8192})");
+  ASSERT_TRUE(json.ok()) << json.error();
+  EXPECT_EQ(json->seq_len, 8192);
+  EXPECT_EQ(json->num_layers, 32);
+  auto neg = fp::parse_model_spec("num_layers: -3\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 32\n");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.error().find("num_layers"), std::string::npos);
+  EXPECT_FALSE(fp::parse_model_spec("hidden: 64\n").ok());
+  EXPECT_FALSE(fp::parse_model_spec("{not yaml: [").ok());
+  EXPECT_FALSE(fp::resolve_model("no-such-model").ok());
+}
