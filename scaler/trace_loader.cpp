@@ -1,6 +1,7 @@
 #include "scaler/trace_loader.h"
 
-#include <yaml-cpp/yaml.h>
+#include "planner/cluster.h"
+#include "planner/gpu_catalog.h"
 
 #include <algorithm>
 #include <cmath>
@@ -141,37 +142,16 @@ ClusterLoad load_cluster(const std::string& path) {
       out.nodes.push_back(n);
     }
   } else {
-    try {
-      const YAML::Node root = YAML::LoadFile(path);
-      const YAML::Node nodes = root["nodes"];
-      if (!nodes || !nodes.IsSequence()) {
-        out.error = "cluster " + path + ": expected a `nodes:` list of {gpus, count, gpu_type, zone}";
-        return out;
-      }
-      int i = 0;
-      for (const auto& n : nodes) {
-        ++i;
-        const int gpus = n["gpus"] ? n["gpus"].as<int>() : (n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 0);
-        const int count = n["count"] ? n["count"].as<int>() : 1;
-        if (gpus < 1 || count < 1) {
-          out.error = "cluster " + path + ": node entry " + std::to_string(i) +
-                      " needs gpus >= 1 and count >= 1";
-          return out;
-        }
-        for (int k = 0; k < count; ++k) {
-          SimNode s;
-          s.name = (n["name"] ? n["name"].as<std::string>() : "node" + std::to_string(i)) +
-                   (count > 1 ? "-" + std::to_string(k) : "");
-          s.gpu_type = n["gpu_type"] ? n["gpu_type"].as<std::string>() : "";
-          s.zone = n["zone"] ? n["zone"].as<std::string>() : "";
-          s.gpus = gpus;
-          out.nodes.push_back(s);
-        }
-      }
-    } catch (const std::exception& e) {
-      out.error = "cluster " + path + " does not parse as YAML: " + e.what();
+    // The planner's cluster.yaml (planner/cluster.h), so one file serves `plan` and `simulate`.
+    std::stringstream text;
+    text << first << '\n' << in.rdbuf();
+    const auto catalog = planner::builtin_gpu_catalog();
+    const auto spec = planner::parse_cluster(text.str(), catalog);
+    if (!spec.ok()) {
+      out.error = "cluster " + path + ": " + spec.error();
       return out;
     }
+    for (const auto& n : spec->nodes) out.nodes.push_back({n.name, n.gpu_type, n.zone, n.gpus});
   }
   if (out.nodes.empty()) out.error = "cluster " + path + " has no GPU nodes";
   return out;

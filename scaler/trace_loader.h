@@ -7,8 +7,8 @@
 //     deletion_time − scheduled_time (creation when unscheduled); pods with num_gpu = 0 (CPU or
 //     fractional-GPU sharing pods) and pods without a deletion time are skipped.
 // Clusters:
-//   YAML   `nodes: [{name?, count?: N, gpus: G, gpu_type?: T, zone?: Z}, ...]` where count
-//          repeats a node N times (default 1).
+//   YAML   the planner's cluster.yaml (planner/cluster.h): `nodes: [{name, gpu, count, zone}]`
+//          (count = GPUs on that node) and/or `pools: [{gpu, nodes, gpus_per_node, zone}]`.
 //   Alibaba node list CSV `sn,cpu_milli,memory_mib,gpu,model`; nodes with 0 GPUs are dropped.
 //   `auto:<trace>` is resolved by the caller with auto_cluster().
 // Guarantees: never throws; errors come back as one line naming the file, the line and the fix.
