@@ -26,7 +26,8 @@ const char* kUsage =
     "  --trace     ElasticFlow CSV (job_id,submission_time,duration,num_gpu) or Alibaba GPU v2023\n"
     "              pod list\n"
     "  --cluster   YAML `nodes: [{count, gpus, gpu_type, zone}]`, the Alibaba node list CSV, or\n"
-    "              auto[:LOAD] (8-GPU nodes sized for mean demand / LOAD, default 0.8)\n"
+    "              auto[:LOAD] (8-GPU nodes: mean demand / LOAD, default 0.6, and >= 2x the\n"
+    "              largest job)\n"
     "  --plot      also runs all four policies at 10/20/40/60 % elastic and writes a figure like\n"
     "              FlexTrain Fig. 11 (needs gnuplot)\n";
 
@@ -135,7 +136,7 @@ int run(const std::vector<std::string>& args) {
   if (trace.jobs.empty()) return bad("trace " + trace_path + " has no GPU jobs"), 1;
   std::vector<SimNode> nodes;
   if (cluster_spec.rfind("auto", 0) == 0) {
-    double load = 0.8;
+    double load = 0.6;
     if (cluster_spec.size() > 5 && (!parse_number(cluster_spec.substr(5), load) || load <= 0))
       return bad("--cluster auto:LOAD needs LOAD > 0, got '" + cluster_spec + "'");
     nodes = auto_cluster(trace.jobs, load);

@@ -53,6 +53,13 @@ TraceLoad load_trace(const std::string& path) {
   const auto header = split_csv(line);
   const bool elasticflow = column(header, "submission_time") >= 0;
   const bool alibaba = column(header, "creation_time") >= 0;
+  if (!elasticflow && !alibaba && column(header, "num_gpu") >= 0 && column(header, "name") >= 0) {
+    out.error = "trace " + path +
+                " lists pods without creation/deletion times, so it cannot be replayed; use an "
+                "Alibaba pod list with creation_time,deletion_time,scheduled_time "
+                "(e.g. openb_pod_list_default.csv)";
+    return out;
+  }
   if (!elasticflow && !alibaba) {
     out.error = "trace " + path +
                 ": unknown header; expected `job_id,submission_time,duration,num_gpu` "
@@ -169,7 +176,8 @@ std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double targ
   }
   const double span = last > first ? last - first : 1.0;
   const double mean_demand = gpu_s / span;
-  const int gpus = std::max(largest, static_cast<int>(std::ceil(mean_demand / target_load)));
+  // Twice the largest job, so one large job cannot block the whole cluster by itself.
+  const int gpus = std::max(2 * largest, static_cast<int>(std::ceil(mean_demand / target_load)));
   const int n = std::max(1, (gpus + gpus_per_node - 1) / gpus_per_node);
   std::vector<SimNode> nodes(n);
   for (int i = 0; i < n; ++i) nodes[i] = {"auto-" + std::to_string(i), "H100-80", "a", gpus_per_node};

@@ -36,9 +36,9 @@ TraceLoad load_trace(const std::string& path);
 ClusterLoad load_cluster(const std::string& path);
 
 // The default cluster for a trace with no cluster given (documented in docs/simulator.md):
-// 8-GPU nodes, enough for the trace's mean GPU demand at `target_load`, and never smaller than
-// its largest job.
-std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double target_load = 0.8,
+// 8-GPU nodes, enough for the trace's mean GPU demand at `target_load` (GPU-seconds of work per
+// second of submission span / target_load), and at least twice its largest job.
+std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double target_load = 0.6,
                                   int gpus_per_node = 8);
 
 }  // namespace flotilla::scaler
