@@ -372,7 +372,10 @@ class Simulation {
       const int free = cluster_.free_total();
       if (free <= 0) break;
       Job& j = *ready_jobs[i];
-      ready[i].overhead_s = overhead_s(j, j.gpus, std::min(j.mt->table.cap_gpus, j.gpus + free));
+      // Pick the target first, then judge it with the overhead of that very resize.
+      const auto target = choose_scale_up(ready[i], free, lambda, false, opt_.benefit);
+      if (!target) continue;
+      ready[i].overhead_s = overhead_s(j, j.gpus, target->target_gpus);
       const auto choice = choose_scale_up(ready[i], free, lambda, check, opt_.benefit);
       if (!choice) continue;
       if (check) {
