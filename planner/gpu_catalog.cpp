@@ -56,23 +56,26 @@ void GpuCatalog::upsert(GpuType type) {
 // node for those types follow the same file. Peaks are dense fp16/bf16 tensor throughput with
 // fp32 accumulation (GeForce cards: the fp32-accumulate rate). Prices: Sailor's GCP prices
 // where it gives them (A100-40, V100-16, GH-96), else public on-demand list prices, rounded.
+// Efficiency: fit_compute_efficiency() (calibration.h) over all of Sailor's profiles, once per
+// GPU type; tests/planner/calibration_test.cpp checks these values still match the fit. Types
+// without profiles borrow the nearest profiled type's value (docs/planner.md).
 GpuCatalog builtin_gpu_catalog() {
   std::vector<GpuType> t;
   //          name         aliases                       memory          TF     HBM GB/s node intra inter  $/h   eff
-  t.push_back(make("A100-40", {"a100", "a100-40gb", "A100-SXM4-40GB"}, 42338615296LL, 312, 1555, 4, 300, 12.5, 3.673, 0.45));
-  t.push_back(make("A100-80", {"a100-80gb", "A100-SXM4-80GB"}, 85899345920LL, 312, 2039, 4, 300, 12.5, 5.07, 0.45));
-  t.push_back(make("H100-80", {"h100", "h100-sxm", "H100-SXM5-80GB"}, 80 * kGiB, 989, 3350, 8, 450, 50, 11.06, 0.40));
-  t.push_back(make("H200", {"h200-141", "H200-SXM-141GB"}, 141LL * 1000000000LL, 989, 4800, 8, 450, 50, 12.3, 0.40));
-  t.push_back(make("GH200-96", {"GH-96", "gh200", "GH200"}, 102625181696LL, 989, 4000, 4, 150, 25, 11.06, 0.40));
-  t.push_back(make("V100-16", {"v100", "V100-SXM2-16GB"}, 17179869184LL, 125, 900, 4, 150, 3.1, 2.86, 0.40));
-  t.push_back(make("V100-32", {"V100-SXM2-32GB"}, 32 * kGiB, 125, 900, 8, 150, 12.5, 3.06, 0.40));
-  t.push_back(make("L4", {"nvidia-l4"}, 24 * kGiB, 121, 300, 8, 32, 12.5, 0.81, 0.40));
-  t.push_back(make("A10G", {"a10g-24gb"}, 24 * kGiB, 70, 600, 8, 32, 12.5, 1.01, 0.40));
-  t.push_back(make("T4", {"tesla-t4"}, 16 * kGiB, 65, 320, 4, 16, 4, 0.35, 0.40));
-  t.push_back(make("RTX-2080", {"rtx2080", "rtx-2080-ti", "2080ti"}, 11811160064LL, 53.8, 616, 8, 16, 1.25, 0.25, 0.40));
-  t.push_back(make("RTX-3090", {"rtx3090"}, 25769803776LL, 71, 936, 8, 32, 1.25, 0.40, 0.40));
-  t.push_back(make("RTX-4090", {"rtx4090"}, 24 * kGiB, 165, 1008, 8, 32, 1.25, 0.70, 0.40));
-  t.push_back(make("Titan-RTX", {"titanrtx", "titan-rtx-24gb"}, 25769803776LL, 130, 672, 8, 16, 1.25, 0.50, 0.40));
+  t.push_back(make("A100-40", {"a100", "a100-40gb", "A100-SXM4-40GB"}, 42338615296LL, 312, 1555, 4, 300, 12.5, 3.673, 0.084));
+  t.push_back(make("A100-80", {"a100-80gb", "A100-SXM4-80GB"}, 85899345920LL, 312, 2039, 4, 300, 12.5, 5.07, 0.124));
+  t.push_back(make("H100-80", {"h100", "h100-sxm", "H100-SXM5-80GB"}, 80 * kGiB, 989, 3350, 8, 450, 50, 11.06, 0.125));
+  t.push_back(make("H200", {"h200-141", "H200-SXM-141GB"}, 141LL * 1000000000LL, 989, 4800, 8, 450, 50, 12.3, 0.125));
+  t.push_back(make("GH200-96", {"GH-96", "gh200", "GH200"}, 102625181696LL, 989, 4000, 4, 150, 25, 11.06, 0.125));
+  t.push_back(make("V100-16", {"v100", "V100-SXM2-16GB"}, 17179869184LL, 125, 900, 4, 150, 3.1, 2.86, 0.077));
+  t.push_back(make("V100-32", {"V100-SXM2-32GB"}, 32 * kGiB, 125, 900, 8, 150, 12.5, 3.06, 0.077));
+  t.push_back(make("L4", {"nvidia-l4"}, 24 * kGiB, 121, 300, 8, 32, 12.5, 0.81, 0.077));
+  t.push_back(make("A10G", {"a10g-24gb"}, 24 * kGiB, 70, 600, 8, 32, 12.5, 1.01, 0.077));
+  t.push_back(make("T4", {"tesla-t4"}, 16 * kGiB, 65, 320, 4, 16, 4, 0.35, 0.077));
+  t.push_back(make("RTX-2080", {"rtx2080", "rtx-2080-ti", "2080ti"}, 11811160064LL, 53.8, 616, 8, 16, 1.25, 0.25, 0.066));
+  t.push_back(make("RTX-3090", {"rtx3090"}, 25769803776LL, 71, 936, 8, 32, 1.25, 0.40, 0.063));
+  t.push_back(make("RTX-4090", {"rtx4090"}, 24 * kGiB, 165, 1008, 8, 32, 1.25, 0.70, 0.063));
+  t.push_back(make("Titan-RTX", {"titanrtx", "titan-rtx-24gb"}, 25769803776LL, 130, 672, 8, 16, 1.25, 0.50, 0.028));
   for (GpuType& g : t) {
     if (g.name == "GH200-96") g.runtime_overhead_bytes = 5500LL * 1000000LL;
   }

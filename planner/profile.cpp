@@ -1,14 +1,11 @@
 #include "planner/profile.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 namespace flotilla::planner {
 namespace {
-
-LayerTimes lerp(const LayerTimes& a, const LayerTimes& b, double w) {
-  return {a.forward_s + (b.forward_s - a.forward_s) * w, a.backward_s + (b.backward_s - a.backward_s) * w,
-          a.update_s + (b.update_s - a.update_s) * w};
-}
 
 bool names_match(const ModelSpec& model, const std::string& profile_model) {
   const std::string want = normalize_name(profile_model);
@@ -28,7 +25,69 @@ bool names_match(const ModelSpec& model, const std::string& profile_model) {
 
 }  // namespace
 
-void ProfileSet::add(GpuProfile profile) { profiles_.push_back(std::move(profile)); }
+namespace {
+
+// Least squares of y = a + b x with weights 1/y^2; returns {a, b}. Falls back to a line
+// through the origin from the single point when the sizes do not determine a line.
+std::pair<double, double> relative_linear_fit(const std::vector<std::pair<double, double>>& xy) {
+  double s0 = 0, s1 = 0, s2 = 0, sy = 0, sxy = 0;
+  for (const auto& [x, y] : xy) {
+    const double w = 1.0 / std::max(y * y, 1e-30);
+    s0 += w;
+    s1 += w * x;
+    s2 += w * x * x;
+    sy += w * y;
+    sxy += w * x * y;
+  }
+  const double det = s0 * s2 - s1 * s1;
+  if (xy.size() < 2 || std::abs(det) < 1e-12 * s0 * s2) {
+    const auto& [x, y] = xy.front();
+    return {0.0, y / x};
+  }
+  const double a = (sy * s2 - s1 * sxy) / det;
+  const double b = (s0 * sxy - s1 * sy) / det;
+  if (b < 0) {  // time cannot fall with more samples: use the weighted mean as a constant
+    return {sy / s0, 0.0};
+  }
+  return {a, b};
+}
+
+}  // namespace
+
+void fit_profile(GpuProfile& p) {
+  p.fit_by_tp.clear();
+  std::map<int, std::size_t> blocks_by_tp;
+  for (const auto& [mbs, by_tp] : p.by_mbs_tp) {
+    for (const auto& [tp, times] : by_tp) blocks_by_tp[tp] = std::max(blocks_by_tp[tp], times.size());
+  }
+  for (const auto& [tp, nblocks] : blocks_by_tp) {
+    std::vector<BlockFit> fits(nblocks);
+    for (std::size_t b = 0; b < nblocks; ++b) {
+      std::vector<std::pair<double, double>> fwd, bwd, upd;
+      for (const auto& [mbs, by_tp] : p.by_mbs_tp) {
+        auto it = by_tp.find(tp);
+        if (it == by_tp.end() || b >= it->second.size()) continue;
+        const LayerTimes& t = it->second[b];
+        fwd.emplace_back(mbs, t.forward_s);
+        bwd.emplace_back(mbs, t.backward_s);
+        upd.emplace_back(mbs, t.update_s);
+      }
+      if (fwd.empty()) continue;
+      const auto [fa, fb] = relative_linear_fit(fwd);
+      const auto [ba, bb] = relative_linear_fit(bwd);
+      // The optimizer step does not depend on the micro-batch size: take the mean.
+      double u = 0;
+      for (const auto& xy : upd) u += xy.second;
+      fits[b] = BlockFit{{fa, ba, u / static_cast<double>(upd.size())}, {fb, bb, 0.0}};
+    }
+    p.fit_by_tp[tp] = std::move(fits);
+  }
+}
+
+void ProfileSet::add(GpuProfile profile) {
+  fit_profile(profile);
+  profiles_.push_back(std::move(profile));
+}
 
 const GpuProfile* ProfileSet::find(const ModelSpec& model, std::string_view gpu) const {
   const std::string g = normalize_name(gpu);
@@ -71,31 +130,14 @@ LayerTimes ComputeModel::block_times(const ModelSpec& model, const GpuType& gpu,
     }
   }
   if (p != nullptr) {
-    // Profiled sizes for this TP, in increasing mbs.
-    const LayerTimes* lo = nullptr;
-    const LayerTimes* hi = nullptr;
-    int lo_mbs = 0;
-    int hi_mbs = 0;
-    for (const auto& [mbs, by_tp] : p->by_mbs_tp) {
-      auto it = by_tp.find(tp);
-      if (it == by_tp.end() || block >= static_cast<int>(it->second.size())) continue;
-      if (mbs <= micro_batch_size) {
-        lo = &it->second[static_cast<std::size_t>(block)];
-        lo_mbs = mbs;
-      } else if (hi == nullptr) {
-        hi = &it->second[static_cast<std::size_t>(block)];
-        hi_mbs = mbs;
-      }
+    auto it = p->fit_by_tp.find(tp);
+    if (it != p->fit_by_tp.end() && block < static_cast<int>(it->second.size())) {
+      const BlockFit& f = it->second[static_cast<std::size_t>(block)];
+      const double b = micro_batch_size;
+      return {std::max(0.0, f.fixed.forward_s + f.per_sample.forward_s * b),
+              std::max(0.0, f.fixed.backward_s + f.per_sample.backward_s * b),
+              std::max(0.0, f.fixed.update_s + f.per_sample.update_s * b)};
     }
-    if (lo != nullptr && lo_mbs == micro_batch_size) return *lo;
-    if (lo != nullptr && hi != nullptr) {
-      return lerp(*lo, *hi, static_cast<double>(micro_batch_size - lo_mbs) / (hi_mbs - lo_mbs));
-    }
-    if (lo != nullptr) {  // beyond the largest profiled size: compute scales linearly
-      const double k = static_cast<double>(micro_batch_size) / lo_mbs;
-      return {lo->forward_s * k, lo->backward_s * k, lo->update_s};
-    }
-    if (hi != nullptr) return *hi;  // below the smallest: launch-bound, keep its time
   }
   return estimate_block_times(model, gpu, block, tp, micro_batch_size);
 }

@@ -1,8 +1,8 @@
 // Measured per-block compute times (Sailor's profile.json) and the FLOP-based fallback.
 //
 // Guarantees: ComputeModel::block_times() always answers: from a profile of (model, GPU) when
-//   one exists for that TP (micro-batch sizes not profiled are interpolated/extrapolated
-//   linearly in mbs between the nearest profiled sizes), else from FLOPs / (peak x efficiency).
+//   one exists for that TP (through the per-block linear fit in mbs, see fit_profile()), else
+//   from FLOPs / (peak x efficiency). O(1) per block after ProfileSet::add().
 // Assumes: profile times are seconds per micro-batch on one GPU of a TP group, fwd/bwd/update;
 //   block indexing as in model_spec.h. Parsing is in profile_io.h (I/O); this is pure.
 // Caveats: the FLOP fallback ignores kernel-launch floors, so it is optimistic for tiny
@@ -25,12 +25,27 @@ struct LayerTimes {
   double update_s = 0;
 };
 
+// time(mbs) = fixed + per_sample * mbs for forward, backward and update of one block.
+struct BlockFit {
+  LayerTimes fixed;
+  LayerTimes per_sample;
+};
+
 // One model on one GPU type: mbs -> tp -> per-block times (index = block).
 struct GpuProfile {
   std::string model;
   std::string gpu;
   std::map<int, std::map<int, std::vector<LayerTimes>>> by_mbs_tp;
+  // tp -> per-block linear fit over all profiled micro-batch sizes (fit_profile()).
+  std::map<int, std::vector<BlockFit>> fit_by_tp;
 };
+
+// Fits, per TP degree and block, time = fixed + per_sample * mbs by least squares on the
+// *relative* error (weights 1/t^2) over every profiled mbs. Profiled single sizes are noisy
+// (OPT-350 on GH200, TP 4: a layer takes 4.5 ms at mbs 1 but 3.4 ms at mbs 2); the fit smooths
+// that and keeps the launch floor that a pure FLOP model misses. With one profiled size, the
+// time scales linearly from it. ProfileSet::add() calls this.
+void fit_profile(GpuProfile& profile);
 
 class ProfileSet {
  public:

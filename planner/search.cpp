@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "planner/memory_model.h"
+#include "planner/time_model.h"
 #include "planner/search_space.h"
 #include "planner/stage_dp.h"
 
@@ -114,19 +114,29 @@ class Searcher {
                                                   " free GPUs for D replicas");
       return std::nullopt;
     }
+    // Per config, from the time model itself: prefix sums of each block's forward + backward
+    // (recompute included) and the p2p cycle a non-last stage adds.
     std::vector<std::vector<double>> prefix;
-    std::vector<std::vector<double>> update_prefix;
+    std::vector<double> p2p_cycle;
     for (const StageConfig& config : configs) {
-      const GpuType& gpu = *pools_[config.pool].gpu;
-      std::vector<double> p(blocks_ + 1, 0.0), u(blocks_ + 1, 0.0);
+      const SearchPool& pool = pools_[config.pool];
+      const std::vector<const GpuType*> one_gpu = {pool.gpu};
+      Stage stage;
+      stage.tp = config.tp;
+      stage.replicas = {Replica{pool.gpu_type, pool.zones.front().first, 0}};
+      std::vector<double> p(blocks_ + 1, 0.0);
+      double p2p = 0;
       for (int b = 0; b < blocks_; ++b) {
-        const LayerTimes t =
-            context_.compute->block_times(request_.model, gpu, b, config.tp, mbs);
+        stage.first_block = b;
+        stage.last_block = b + 1;
+        const StageTiming t = stage_timing(request_.model, stage, one_gpu, mbs, request_.training,
+                                           *context_.compute, *context_.network,
+                                           LinkKind::kInterNode, LinkKind::kInterNode);
         p[b + 1] = p[b] + t.forward_s + t.backward_s;
-        u[b + 1] = u[b] + t.update_s;
+        p2p = std::max(p2p, 2.0 * t.p2p_s);
       }
       prefix.push_back(std::move(p));
-      update_prefix.push_back(std::move(u));
+      p2p_cycle.push_back(p2p);
     }
     StageDpInput input;
     input.model = &request_.model;
@@ -134,6 +144,8 @@ class Searcher {
     input.pools = &pools_;
     input.configs = &configs;
     input.time_prefix = &prefix;
+    input.p2p_cycle_seconds = &p2p_cycle;
+    input.memory_constants = &context_.memory_constants;
     input.micro_batch_size = mbs;
     input.dp = dp;
     input.num_micro_batches = request_.global_batch_size / (mbs * dp);
@@ -168,7 +180,7 @@ class Searcher {
     std::vector<Scored> scored;
     scored.reserve(found.size());
     for (const DpCandidate& candidate : found)
-      scored.push_back(score(candidate, configs, prefix, update_prefix, m, dp));
+      scored.push_back(score(candidate, configs, mbs, m, dp));
 
     // Per depth, the few best by the proxy go to evaluate(); the proxy ranks, evaluate() decides.
     std::optional<double> best;
@@ -219,32 +231,43 @@ class Searcher {
     return static_cast<double>(request_.global_batch_size) * request_.model.seq_len;
   }
 
-  // 1F1B proxy: warm-up/cool-down (sum of stages) + (m - 1) x slowest + DP sync + update.
-  Scored score(const DpCandidate& candidate, const std::vector<StageConfig>& configs,
-               const std::vector<std::vector<double>>& prefix,
-               const std::vector<std::vector<double>>& update_prefix, int m, int dp) const {
-    double sum = 0, tail = 0, usd_per_second = 0;
-    for (const StageChoice& choice : candidate.choices) {
+  // The time model on the candidate's stages (as evaluate() composes them, without the
+  // per-rank memory report): cheap enough to score every complete DP state.
+  Scored score(const DpCandidate& candidate, const std::vector<StageConfig>& configs, int mbs,
+               int m, int dp) const {
+    std::vector<StageTiming> timings;
+    timings.reserve(candidate.choices.size());
+    double usd_per_second = 0;
+    Stage stage;
+    std::vector<const GpuType*> gpus;
+    for (std::size_t i = 0; i < candidate.choices.size(); ++i) {
+      const StageChoice& choice = candidate.choices[i];
       const StageConfig& config = configs[choice.config];
       const SearchPool& pool = pools_[config.pool];
-      sum += prefix[choice.config][choice.last_block] - prefix[choice.config][choice.first_block];
-      double sync = 0;
-      if (dp > 1) {
-        const double grad_bytes =
-            2.0 * static_cast<double>(stage_params_per_rank(request_.model, choice.first_block,
-                                                            choice.last_block, config.tp));
-        const LinkKind link = dp * config.tp <= pool.max_tp ? LinkKind::kIntraNode
-                                                             : LinkKind::kInterNode;
-        sync = context_.network->allreduce_seconds(grad_bytes, dp, link, pool.gpu_type);
+      stage.first_block = choice.first_block;
+      stage.last_block = choice.last_block;
+      stage.tp = config.tp;
+      stage.replicas.assign(dp, Replica{pool.gpu_type, pool.zones.front().first, 0});
+      gpus.assign(dp, pool.gpu);
+      LinkKind to_next = LinkKind::kInterNode;
+      if (i + 1 < candidate.choices.size()) {
+        const SearchPool& next = pools_[configs[candidate.choices[i + 1].config].pool];
+        to_next = std::max(to_next, context_.network->link_between(
+                                        pool.zones.front().first, next.zones.front().first, false));
       }
-      const double update = update_prefix[choice.config][choice.last_block] -
-                            update_prefix[choice.config][choice.first_block];
-      tail = std::max(tail, sync + update);
+      const LinkKind dp_link = dp > 1 && config.tp * dp <= pool.gpu->gpus_per_node &&
+                                       config.tp * dp <= pool.zones.front().second
+                                   ? LinkKind::kIntraNode
+                                   : (config.tp * dp <= pool.zones.front().second
+                                          ? LinkKind::kInterNode
+                                          : LinkKind::kCrossZone);
+      timings.push_back(stage_timing(request_.model, stage, gpus, mbs, request_.training,
+                                     *context_.compute, *context_.network, to_next, dp_link));
       usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
     }
     Scored s;
     s.candidate = &candidate;
-    s.iter_seconds = sum + (m - 1) * static_cast<double>(candidate.slowest_stage_seconds) + tail;
+    s.iter_seconds = pipeline_iter_seconds(timings, m).iter_seconds;
     s.usd_per_iteration = usd_per_second * s.iter_seconds;
     return s;
   }

@@ -33,7 +33,7 @@ void StageDp::build_memory_table() {
   mem_start_.assign(static_cast<std::size_t>(configs) * buckets_ * (blocks_ + 1), 0);
   for (int c = 0; c < configs; ++c) {
     const StageConfig& config = (*in_.configs)[c];
-    const std::int64_t capacity = (*in_.pools)[config.pool].gpu->memory_bytes;
+    const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
     for (int in_flight = 1; in_flight <= buckets_; ++in_flight) {
       StageShape shape;
       shape.tp = config.tp;
@@ -44,7 +44,8 @@ void StageDp::build_memory_table() {
       auto fits = [&](int first, int last) {
         shape.first_block = first;
         shape.last_block = last;
-        return stage_memory(*in_.model, shape).peak_bytes <= capacity;
+        const MemoryBreakdown memory = stage_memory(*in_.model, shape, *in_.memory_constants);
+        return rank_peak_bytes(memory, gpu.runtime_overhead_bytes) <= gpu.memory_bytes;
       };
       // Smallest start block that fits, per end block; it never decreases as the end grows.
       int start = 0;
@@ -97,6 +98,7 @@ void StageDp::solve() {
         const StageConfig& config = (*in_.configs)[c];
         if (usage[config.pool] + config.tp > capacity_[config.pool]) continue;
         const std::vector<double>& prefix = (*in_.time_prefix)[c];
+        const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];  // depth 0: last stage
         int target = -1;
         for (int end = 1; end <= blocks_; ++end) {
           const float before = tau[end];
@@ -121,7 +123,7 @@ void StageDp::solve() {
           }
           const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
           float* best = &next.tau[row];
-          const double end_time = prefix[end];
+          const double end_time = prefix[end] + p2p;
           for (int start = end - 1; start >= lowest; --start) {
             const float stage = static_cast<float>(end_time - prefix[start]);
             const float slowest = stage > before ? stage : before;

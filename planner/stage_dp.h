@@ -2,7 +2,7 @@
 //
 // Guarantees: for every pipeline depth P ≤ max_stages and every per-pool usage vector u (GPUs
 //   of pool k = D * sum of TP degrees of the stages on k), solve() finds the smallest possible
-//   time of the slowest stage (forward + backward of one micro-batch) over all contiguous splits
+//   time of the slowest stage (its 1F1B cycle: forward + backward + p2p of one micro-batch) over all contiguous splits
 //   of the blocks into P stages and all (pool, TP) choices per stage with u, such that every
 //   stage fits in memory with the 1F1B in-flight micro-batches of its position. Exact over
 //   that space, not a heuristic: states are (stages placed from the end, u) and each keeps the
@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "planner/memory_model.h"
 #include "planner/search_space.h"
 
 namespace flotilla::planner {
@@ -29,6 +30,10 @@ struct StageDpInput {
   const std::vector<StageConfig>* configs = nullptr;
   // Per config: prefix sums over blocks of forward + backward seconds of one micro-batch.
   const std::vector<std::vector<double>>* time_prefix = nullptr;
+  // Per config: 2 x p2p seconds of one micro-batch's activations, paid by every stage but the
+  // last (time_model.h's cycle = forward + backward + 2 p2p).
+  const std::vector<double>* p2p_cycle_seconds = nullptr;
+  const MemoryModelConstants* memory_constants = nullptr;  // as evaluate() uses them
   int micro_batch_size = 1;
   int dp = 1;
   int num_micro_batches = 1;

@@ -1,0 +1,110 @@
+// `flotilla plan evaluate` as a real process: the JSON contract, exit codes, one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "common/data_path.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun run_cli(const std::string& args) {
+  const fs::path tmp = fs::temp_directory_path() / ("flotilla_eval_" + std::to_string(::getpid()));
+  const std::string cmd = std::string(FLOTILLA_BINARY_DIR) + "/cli/flotilla plan evaluate " + args + " > " +
+                          tmp.string() + ".out 2> " + tmp.string() + ".err";
+  CliRun r;
+  const int status = std::system(cmd.c_str());
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream o(tmp.string() + ".out"), e(tmp.string() + ".err");
+  std::stringstream so, se;
+  so << o.rdbuf();
+  se << e.rdbuf();
+  r.out = so.str();
+  r.err = se.str();
+  fs::remove(tmp.string() + ".out");
+  fs::remove(tmp.string() + ".err");
+  return r;
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / (name + std::to_string(::getpid()) + ".json");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace
+
+TEST(PlanEvaluateCli, JsonContractOnAMeasuredRun) {
+  auto root = flotilla::data_path("sailor");
+  if (!root) GTEST_SKIP() << flotilla::data_missing_message("sailor");
+  const std::string d = root->string();
+  const CliRun r = run_cli("--sailor-plan " + d + "/validation/clariden/OPT-350/N8/plan_config_N8_D2.json --training-config " +
+                    d + "/configs/training_config_opt_350.json --profiles " + d + "/profiles --network " + d +
+                    "/network --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // Independent numbers: the run's measured max_mem (25.77 GB) and iteration time (2.483 s).
+  EXPECT_NEAR(j["peak_bytes_max"].get<double>() / 25768755200.0, 1.0, 0.08);
+  EXPECT_NEAR(j["iter_seconds"].get<double>() / 2.48342, 1.0, 0.10);
+  EXPECT_TRUE(j["feasible"].get<bool>());
+  ASSERT_EQ(j["ranks"].size(), 32u);  // 4 stages x 2 replicas x TP 4: every rank reported
+  std::int64_t max_rank = 0;
+  for (const auto& rank : j["ranks"]) max_rank = std::max(max_rank, rank["peak_bytes"].get<std::int64_t>());
+  EXPECT_EQ(max_rank, j["peak_bytes_max"].get<std::int64_t>());
+  EXPECT_EQ(j["stages"].size(), 4u);
+}
+
+TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
+  const std::string good_plan = R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],
+    "tmp_per_stage":[[[[["A100-40",4,"us-central1-a"]],4]]],"dp":[1]}],"mbs":1,"gbs":8})";
+  std::string unknown = good_plan;
+  unknown.replace(unknown.find("A100-40"), 7, "B999-1");
+  std::string negative = good_plan;
+  negative.replace(negative.find("\"mbs\":1"), 7, "\"mbs\":-4");
+  const std::array<std::string, 5> cases = {
+      "--sailor-plan /no/such/file.json --model opt-350m",
+      "--sailor-plan " + write_temp("bad", "{\"pipeline_list\": [") + " --model opt-350m",
+      "--sailor-plan " + write_temp("unk", unknown) + " --model opt-350m",
+      "--sailor-plan " + write_temp("neg", negative) + " --model opt-350m",
+      "--sailor-plan " + write_temp("ok", good_plan) + " --model no-such-model",
+  };
+  for (const std::string& c : cases) {
+    const CliRun r = run_cli(c);
+    EXPECT_EQ(r.rc, 2) << c << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1) << c << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c;
+  }
+  const CliRun ok = run_cli("--sailor-plan " + write_temp("ok", good_plan) + " --model opt-350m --json");
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+}
+
+TEST(PlanEvaluateCli, OutOfMemoryIsReportedWithExitOne) {
+  const std::string plan = R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33]],
+    "tmp_per_stage":[[[[["V100-16",1,"z"]],1]]],"dp":[1]}],"mbs":8,"gbs":8})";
+  const CliRun r = run_cli("--sailor-plan " + write_temp("oom", plan) + " --model gpt-neo-2.7b --json");
+  EXPECT_EQ(r.rc, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["feasible"].get<bool>());
+  EXPECT_EQ(j["infeasible"]["kind"], "out_of_memory");
+  EXPECT_NE(r.err.find("OOM on rank 0"), std::string::npos) << r.err;
+}

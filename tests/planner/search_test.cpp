@@ -1,0 +1,203 @@
+// Plan search against the exhaustive oracle on instances small enough to enumerate, plus the
+// guarantees every returned plan must keep (no OOM, constraints respected, deterministic).
+#include "planner/search.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "planner/exhaustive.h"
+#include "planner/search_space.h"
+
+namespace flotilla::planner {
+namespace {
+
+// A 4-layer Llama-2-7B slice: 6 blocks, big enough that V100-16 cannot hold it whole.
+ModelSpec small_llama() {
+  ModelSpec model = *find_preset("llama-2-7b");
+  model.name = "llama-2-7b-4l";
+  model.num_layers = 4;
+  return model;
+}
+
+// A 4-layer GPT-Neo slice (tied embeddings, learned positions).
+ModelSpec small_neo() {
+  ModelSpec model = *find_preset("gpt-neo-2.7b");
+  model.name = "gpt-neo-4l";
+  model.num_layers = 4;
+  return model;
+}
+
+struct World {
+  GpuCatalog catalog = builtin_gpu_catalog();
+  ComputeModel compute{nullptr};
+  NetworkModel network = default_network_model();
+  EvalContext context() const {
+    EvalContext c;
+    c.catalog = &catalog;
+    c.compute = &compute;
+    c.network = &network;
+    return c;
+  }
+};
+
+SearchRequest request_for(ModelSpec model, int gbs, std::vector<GpuPool> pools) {
+  SearchRequest r;
+  r.model = std::move(model);
+  r.global_batch_size = gbs;
+  r.pools = std::move(pools);
+  r.options.micro_batch_sizes = {1, 2, 4};
+  r.options.tp_degrees = {1, 2, 4};
+  r.options.max_plans = 3;
+  return r;
+}
+
+GpuPool pool(std::string gpu, int gpus, int node, std::string zone = "z") {
+  return GpuPool{std::move(gpu), zone, zone, gpus, node};
+}
+
+// Every returned plan: feasible when re-evaluated, every rank within its GPU's memory, within
+// the pools and the request's constraints.
+void expect_guarantees(const SearchRequest& request, const SearchResult& result,
+                       const EvalContext& context) {
+  for (const RankedPlan& ranked : result.plans) {
+    const Evaluation again = evaluate(ranked.plan, request.model, context);
+    ASSERT_TRUE(again.feasible()) << again.infeasible->message;
+    for (const RankReport& rank : again.ranks)
+      EXPECT_LE(rank.memory.peak_bytes, rank.capacity_bytes) << "rank " << rank.rank;
+    EXPECT_FALSE(violation(request, ranked.plan, again).has_value());
+    std::map<std::pair<std::string, std::string>, int> used;
+    for (const Stage& stage : ranked.plan.stages)
+      for (const Replica& replica : stage.replicas) used[{replica.gpu_type, replica.zone}] += stage.tp;
+    for (const auto& [key, gpus] : used) {
+      int free = 0;
+      for (const GpuPool& p : request.pools)
+        if (context.catalog->find(p.gpu_type)->name == key.first && p.zone == key.second) free += p.gpus;
+      EXPECT_LE(gpus, free) << key.first << " in " << key.second;
+    }
+  }
+}
+
+void expect_near_oracle(const SearchRequest& request, const World& world) {
+  const EvalContext context = world.context();
+  const SearchResult searched = search_plans(request, context);
+  const SearchResult oracle = exhaustive_search(request, context);
+  ASSERT_TRUE(oracle.failure.empty() || oracle.plans.empty()) << oracle.failure;
+  ASSERT_FALSE(oracle.plans.empty()) << "instance has no feasible plan: " << oracle.failure;
+  ASSERT_FALSE(searched.plans.empty()) << searched.failure;
+  expect_guarantees(request, searched, context);
+  const Evaluation& best = searched.plans.front().evaluation;
+  const Evaluation& optimum = oracle.plans.front().evaluation;
+  std::printf("  search: %s  %.0f tok/s  %.4f USD/iter  (%lld evaluations)\n",
+              describe_plan(searched.plans.front().plan).c_str(), best.tokens_per_second,
+              best.usd_per_iteration, static_cast<long long>(searched.stats.evaluations));
+  std::printf("  oracle: %s  %.0f tok/s  %.4f USD/iter  (%lld plans)\n",
+              describe_plan(oracle.plans.front().plan).c_str(), optimum.tokens_per_second,
+              optimum.usd_per_iteration, static_cast<long long>(oracle.stats.evaluations));
+  if (request.objective == Objective::kMaxThroughput) {
+    EXPECT_GE(best.tokens_per_second, 0.99 * optimum.tokens_per_second);
+  } else {
+    EXPECT_LE(best.usd_per_iteration, optimum.usd_per_iteration / 0.99);
+  }
+}
+
+TEST(SearchTest, HomogeneousA100MatchesExhaustive) {
+  World world;
+  expect_near_oracle(request_for(small_llama(), 32, {pool("A100-40", 8, 4)}), world);
+}
+
+TEST(SearchTest, HeterogeneousA100V100MatchesExhaustive) {
+  World world;
+  expect_near_oracle(
+      request_for(small_llama(), 32, {pool("A100-40", 4, 4), pool("V100-16", 8, 4)}), world);
+}
+
+TEST(SearchTest, HeterogeneousFewFastManySlowMatchesExhaustive) {
+  World world;
+  expect_near_oracle(
+      request_for(small_neo(), 64, {pool("A100-40", 2, 2), pool("V100-16", 6, 4)}), world);
+}
+
+TEST(SearchTest, TwoZonesMatchExhaustive) {
+  World world;
+  expect_near_oracle(request_for(small_neo(), 8,
+                                 {pool("A100-40", 4, 4, "zone-a"), pool("A100-40", 4, 4, "zone-b"),
+                                  pool("V100-16", 4, 4, "zone-b")}),
+                     world);
+}
+
+TEST(SearchTest, MinCostWithThroughputFloorMatchesExhaustive) {
+  World world;
+  SearchRequest request = request_for(small_llama(), 32, {pool("A100-40", 8, 4)});
+  request.objective = Objective::kMinCost;
+  // 80% of what the fastest plan reaches: the cheapest plan (1 stage, 86.8k tok/s) is excluded.
+  const SearchResult fastest = exhaustive_search(request_for(request.model, 32, request.pools),
+                                                 world.context());
+  ASSERT_FALSE(fastest.plans.empty());
+  request.constraints.min_tokens_per_second = 0.8 * fastest.plans.front().evaluation.tokens_per_second;
+  expect_near_oracle(request, world);
+}
+
+TEST(SearchTest, MaxThroughputUnderBudgetMatchesExhaustive) {
+  World world;
+  SearchRequest request = request_for(small_llama(), 32, {pool("A100-40", 8, 4)});
+  const SearchResult fastest = exhaustive_search(request, world.context());
+  SearchRequest cheapest_request = request;
+  cheapest_request.objective = Objective::kMinCost;
+  const SearchResult cheapest = exhaustive_search(cheapest_request, world.context());
+  ASSERT_FALSE(fastest.plans.empty());
+  ASSERT_FALSE(cheapest.plans.empty());
+  const double fastest_usd = fastest.plans.front().evaluation.usd_per_iteration;
+  const double cheapest_usd = cheapest.plans.front().evaluation.usd_per_iteration;
+  ASSERT_LT(cheapest_usd, fastest_usd) << "instance does not trade cost for speed";
+  // Between the cheapest plan's cost and the fastest plan's: the fastest is ruled out.
+  request.constraints.max_usd_per_iteration = 0.5 * (cheapest_usd + fastest_usd);
+  expect_near_oracle(request, world);
+}
+
+TEST(SearchTest, RespectsGpuTypeQuota) {
+  World world;
+  SearchRequest request =
+      request_for(small_llama(), 8, {pool("A100-40", 8, 4), pool("V100-16", 8, 4)});
+  request.constraints.max_gpus_per_type["A100-40"] = 2;
+  const SearchResult result = search_plans(request, world.context());
+  ASSERT_FALSE(result.plans.empty()) << result.failure;
+  expect_guarantees(request, result, world.context());
+  for (const RankedPlan& ranked : result.plans) {
+    const auto used = gpus_per_type(ranked.plan);
+    EXPECT_LE(used.count("A100-40") ? used.at("A100-40") : 0, 2);
+  }
+}
+
+TEST(SearchTest, ImpossibleBudgetFailsWithOneLineReason) {
+  World world;
+  SearchRequest request = request_for(small_llama(), 8, {pool("A100-40", 8, 4)});
+  request.constraints.max_usd_per_iteration = 1e-9;
+  const SearchResult result = search_plans(request, world.context());
+  EXPECT_TRUE(result.plans.empty());
+  EXPECT_NE(result.failure.find("budget"), std::string::npos) << result.failure;
+  EXPECT_EQ(result.failure.find('\n'), std::string::npos);
+  EXPECT_GT(result.rejection_counts.at("over-budget"), 0);
+}
+
+TEST(SearchTest, ModelThatFitsNowhereSaysSo) {
+  World world;
+  SearchRequest request = request_for(*find_preset("llama-2-70b"), 8, {pool("T4", 4, 4)});
+  const SearchResult result = search_plans(request, world.context());
+  EXPECT_TRUE(result.plans.empty());
+  EXPECT_NE(result.failure.find("fits nowhere"), std::string::npos) << result.failure;
+}
+
+TEST(SearchTest, IsDeterministic) {
+  World world;
+  const SearchRequest request =
+      request_for(small_neo(), 16, {pool("A100-40", 4, 4), pool("V100-16", 8, 4)});
+  const SearchResult a = search_plans(request, world.context());
+  const SearchResult b = search_plans(request, world.context());
+  ASSERT_EQ(a.plans.size(), b.plans.size());
+  for (std::size_t i = 0; i < a.plans.size(); ++i)
+    EXPECT_EQ(describe_plan(a.plans[i].plan), describe_plan(b.plans[i].plan));
+}
+
+}  // namespace
+}  // namespace flotilla::planner
