@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "tests/scaler/test_models.h"
 #include "scaler/modeling_predictor.h"
 #include "scaler/pipeline_predictor.h"
 
@@ -28,20 +29,7 @@ TEST(ScalerModelingPredictor, InfeasibleByHyperParameters) {
   EXPECT_FALSE(modeled_iteration_s(17, 1024, 0, 4, 1.0));
 }
 
-namespace {
-ElasticModel uniform_model() {
-  ElasticModel m;
-  m.name = "uniform";
-  m.transformer_layers = 8;
-  m.global_batch = 8;
-  m.initial = {1, 2, 1, 1};
-  m.layer_fwd_s = 1.0;
-  m.layer_bwd_s = 2.0;
-  m.embedding_cost_factor = 0.0;
-  m.gpu_memory_bytes = 1e12;
-  return m;
-}
-}  // namespace
+using test_models::uniform_model;
 
 TEST(ScalerPipelinePredictor, OneFOneBByHand) {
   const auto m = uniform_model();  // t = 3 s per layer, m = 8 micro-batches

@@ -1,6 +1,7 @@
 // §4.4.4 filtering on hand-made candidates, and scale tables built from models.
 #include <gtest/gtest.h>
 
+#include "tests/scaler/test_models.h"
 #include "scaler/scale_table.h"
 
 using namespace flotilla::scaler;
@@ -48,21 +49,7 @@ TEST(ScalerScaleFilter, ThresholdsAreParameters) {
   EXPECT_EQ(out.kept.size(), 2u);
 }
 
-namespace {
-// Eight equal layers (3 s per micro-batch), B = 8, no embedding cost, no communication.
-ElasticModel uniform_model(int layers = 8, int batch = 8, ParallelConfig initial = {1, 2, 1, 1}) {
-  ElasticModel m;
-  m.name = "uniform";
-  m.transformer_layers = layers;
-  m.global_batch = batch;
-  m.initial = initial;
-  m.layer_fwd_s = 1.0;
-  m.layer_bwd_s = 2.0;
-  m.embedding_cost_factor = 0.0;
-  m.gpu_memory_bytes = 1e12;
-  return m;
-}
-}  // namespace
+using test_models::uniform_model;
 
 TEST(ScalerScaleTable, StrictKeepsDpTpCpAndHandComputedSpeedups) {
   const auto r = build_scale_table(uniform_model(), {});
