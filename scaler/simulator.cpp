@@ -9,6 +9,7 @@
 #include <set>
 
 #include "scaler/arrival_rate.h"
+#include "scaler/decide.h"
 #include "scaler/elastic_model.h"
 #include "scaler/scaling_policy.h"
 
@@ -366,29 +367,33 @@ class Simulation {
       }
       return;
     }
-    const bool check = opt_.policy == Policy::flextrain;
+    // The same per-job decision the operator makes (decide.h).
+    DecideParams params;
+    params.benefit = opt_.benefit;
+    params.overhead = opt_.overhead;
+    params.use_benefit_check = opt_.policy == Policy::flextrain;
     const double lambda = arrivals_.rate_per_s(now);
     for (int i : order) {
       const int free = cluster_.free_total();
       if (free <= 0) break;
       Job& j = *ready_jobs[i];
-      // Pick the target first, then judge it with the overhead of that very resize.
-      const auto target = choose_scale_up(ready[i], free, lambda, false, opt_.benefit);
-      if (!target) continue;
-      ready[i].overhead_s = overhead_s(j, j.gpus, target->target_gpus);
-      const auto choice = choose_scale_up(ready[i], free, lambda, check, opt_.benefit);
-      if (!choice) continue;
-      if (check) {
+      JobSnapshot snap;
+      snap.current_gpus = j.gpus;
+      snap.free_gpus = free;
+      snap.arrival_rate_per_s = lambda;
+      snap.checkpoint_bytes = j.mt->model.checkpoint_bytes;
+      const auto d = decide(j.mt->table, snap, params);
+      if (d.benefit && params.use_benefit_check) {
         if (result_.sample_decisions.size() < 20)
-          result_.sample_decisions.push_back(j.trace.id + " " + choice->decision.explain());
-        if (choice->decision.scale_up) ++result_.metrics.benefit_checks_passed;
+          result_.sample_decisions.push_back(j.trace.id + " " + d.benefit->explain());
+        if (d.benefit->scale_up) ++result_.metrics.benefit_checks_passed;
         else ++result_.metrics.benefit_checks_refused;
       }
-      if (!choice->scale) continue;
-      auto a = cluster_.place(choice->target_gpus - j.gpus, true);
+      if (d.action != ScaleAction::scale_up) continue;
+      auto a = cluster_.place(d.target_gpus - j.gpus, true);
       if (!a) continue;
       cluster_.take(*a);
-      resize(j, choice->target_gpus, *a, now);
+      resize(j, d.target_gpus, *a, now);
       ++result_.metrics.scale_ups;
     }
   }
@@ -444,16 +449,22 @@ class Simulation {
       settle(j, now);
       j.alloc = left;
       const int remaining = j.gpus - lost;
-      std::optional<ScaleEntry> shrink;
-      if (j.elastic) shrink = shrink_after_node_loss(j.mt->table, remaining);
-      if (!shrink) {
+      std::optional<Decision> d;
+      if (j.elastic) {
+        JobSnapshot snap;
+        snap.current_gpus = j.gpus;
+        snap.gpus_alive = remaining;
+        snap.checkpoint_bytes = j.mt->model.checkpoint_bytes;
+        d = decide(j.mt->table, snap);
+      }
+      if (!d || d->action != ScaleAction::shrink) {
         j.gpus = remaining;
         requeue(j);
         continue;
       }
-      cluster_.give(take_back(j.alloc, remaining - shrink->gpus));
+      cluster_.give(take_back(j.alloc, remaining - d->target_gpus));
       j.gpus = remaining;
-      resize(j, shrink->gpus, {}, now);
+      resize(j, d->target_gpus, {}, now);
       ++result_.metrics.node_loss_shrinks;
     }
   }
