@@ -1,18 +1,389 @@
-// `flotilla plan`: minimal dispatcher so that `flotilla plan evaluate` works; helper B owns this
-// file and replaces it with the plan-search table command (keeping the `evaluate` dispatch).
+// `flotilla plan`: what a model needs on a cluster, and where it would run.
+//
+// Guarantees: prints the best plan (stages, GPU type, TP, DP, layers, peak memory per GPU
+//   against capacity, iteration seconds, tokens/s, USD/iteration), its best-fit placement on
+//   the cluster's nodes (Frenzy HAS), the next best alternatives, and why others were rejected;
+//   --json prints the same as one JSON object. Exit 0 with a plan; 1 when nothing fits or meets
+//   the constraints (one line, naming the smallest change that would fit, found by re-searching
+//   with it); 2 on bad input (one line: what is wrong and what to fix).
+//   `flotilla plan evaluate ...` is dispatched to run_plan_evaluate() (cli/plan_evaluate.h).
+// Assumes: cluster.yaml as documented in planner/cluster.h (examples/cluster.yaml).
+// Caveats: without --profiles, compute times come from FLOPs x calibrated efficiency.
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/plan_evaluate.h"
+#include "planner/cluster.h"
+#include "planner/model_spec_io.h"
+#include "planner/network_io.h"
+#include "planner/plan_placement.h"
+#include "planner/profile_io.h"
+#include "planner/search.h"
+#include "planner/search_space.h"
+#include "planner/suggest.h"
+
+namespace fp = flotilla::planner;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: flotilla plan --model NAME|FILE --cluster FILE [--objective throughput|cost] "
+    "[--max-usd-per-iter X] [--min-tokens-per-s Y] [--gbs N] [--profiles DIR] [--network DIR] "
+    "[--gpu-catalog FILE] [--recompute none|selective|full] [--zero 0-3] [--alternatives K] "
+    "[--json]\n       flotilla plan evaluate --help";
+
+int bad(const std::string& line) {
+  std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
+  return 2;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+bool parse_number(const std::string& text, double& out) {
+  try {
+    std::size_t used = 0;
+    out = std::stod(text, &used);
+    return used == text.size() && std::isfinite(out);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string gb(std::int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return buffer;
+}
+
+std::string human_rate(double tokens_per_second) {
+  char buffer[32];
+  if (tokens_per_second >= 1e6) std::snprintf(buffer, sizeof buffer, "%.2fM", tokens_per_second / 1e6);
+  else if (tokens_per_second >= 1e3) std::snprintf(buffer, sizeof buffer, "%.1fk", tokens_per_second / 1e3);
+  else std::snprintf(buffer, sizeof buffer, "%.0f", tokens_per_second);
+  return buffer;
+}
+
+// Blocks [first, last) as layers: block 0 is the embedding, L+1 the head.
+std::string layers_of(int first, int last, int num_layers) {
+  std::string text;
+  if (first == 0) text += "emb";
+  const int lo = std::max(first, 1), hi = std::min(last - 1, num_layers);
+  if (lo <= hi) {
+    if (!text.empty()) text += "+";
+    text += lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+  }
+  if (last == num_layers + 2) text += text.empty() ? "head" : "+head";
+  return text;
+}
+
+struct Args {
+  std::string model, cluster, profiles, network, catalog;
+  fp::Objective objective = fp::Objective::kMaxThroughput;
+  std::optional<double> max_usd, min_tokens;
+  int gbs = 2048;
+  int alternatives = 4;
+  fp::Recompute recompute = fp::Recompute::kNone;
+  int zero = 0;
+  bool json = false;
+};
+
+// "" on success, else the one line to print.
+std::string parse_args(const std::vector<std::string>& args, Args& out, bool& help) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string value;
+    auto need = [&]() {
+      if (i + 1 >= args.size()) return false;
+      value = args[++i];
+      return true;
+    };
+    auto number = [&](double& x, bool positive) -> std::string {
+      if (!need()) return a + " needs a value";
+      if (!parse_number(value, x) || x < 0 || (positive && x == 0))
+        return a + " must be a " + (positive ? "positive" : "non-negative") + " number, got '" +
+               value + "'";
+      return "";
+    };
+    double x = 0;
+    std::string err;
+    if (a == "--help" || a == "-h") {
+      help = true;
+      return "";
+    } else if (a == "--model") {
+      if (!need()) return "--model needs a value";
+      out.model = value;
+    } else if (a == "--cluster") {
+      if (!need()) return "--cluster needs a value";
+      out.cluster = value;
+    } else if (a == "--profiles") {
+      if (!need()) return "--profiles needs a value";
+      out.profiles = value;
+    } else if (a == "--network") {
+      if (!need()) return "--network needs a value";
+      out.network = value;
+    } else if (a == "--gpu-catalog") {
+      if (!need()) return "--gpu-catalog needs a value";
+      out.catalog = value;
+    } else if (a == "--objective") {
+      if (!need()) return "--objective needs a value";
+      if (value == "throughput") out.objective = fp::Objective::kMaxThroughput;
+      else if (value == "cost") out.objective = fp::Objective::kMinCost;
+      else return "--objective must be 'throughput' or 'cost', got '" + value + "'";
+    } else if (a == "--max-usd-per-iter") {
+      if (!(err = number(x, true)).empty()) return err;
+      out.max_usd = x;
+    } else if (a == "--min-tokens-per-s") {
+      if (!(err = number(x, true)).empty()) return err;
+      out.min_tokens = x;
+    } else if (a == "--gbs" || a == "--alternatives" || a == "--zero") {
+      if (!(err = number(x, a == "--gbs")).empty()) return err;
+      if (x != std::floor(x) || x > 1e7) return a + " must be an integer, got '" + value + "'";
+      if (a == "--gbs") out.gbs = static_cast<int>(x);
+      else if (a == "--alternatives") out.alternatives = static_cast<int>(x);
+      else if (x > 3) return "--zero must be 0, 1, 2 or 3";
+      else out.zero = static_cast<int>(x);
+    } else if (a == "--recompute") {
+      if (!need()) return "--recompute needs a value";
+      if (value == "none") out.recompute = fp::Recompute::kNone;
+      else if (value == "selective") out.recompute = fp::Recompute::kSelective;
+      else if (value == "full") out.recompute = fp::Recompute::kFull;
+      else return "--recompute must be none, selective or full, got '" + value + "'";
+    } else if (a == "--json") {
+      out.json = true;
+    } else {
+      return "unknown argument '" + a + "' (see flotilla plan --help)";
+    }
+  }
+  if (out.model.empty()) return "--model is required (a preset such as llama-3-8b, or a spec file)";
+  if (out.cluster.empty()) return "--cluster is required (see examples/cluster.yaml)";
+  return "";
+}
+
+nlohmann::json plan_json(const fp::RankedPlan& ranked, const fp::ModelSpec& model) {
+  const fp::Evaluation& e = ranked.evaluation;
+  nlohmann::json stages = nlohmann::json::array();
+  for (std::size_t s = 0; s < ranked.plan.stages.size(); ++s) {
+    const fp::Stage& stage = ranked.plan.stages[s];
+    const fp::StageReport& report = e.stages[s];
+    std::int64_t capacity = 0;
+    for (const fp::RankReport& r : e.ranks)
+      if (r.stage == static_cast<int>(s)) capacity = r.capacity_bytes;
+    stages.push_back({{"stage", s},
+                      {"first_block", stage.first_block},
+                      {"last_block", stage.last_block},
+                      {"layers", layers_of(stage.first_block, stage.last_block, model.num_layers)},
+                      {"gpu_type", stage.replicas.front().gpu_type},
+                      {"zone", stage.replicas.front().zone},
+                      {"tp", stage.tp},
+                      {"dp", stage.dp()},
+                      {"in_flight_micro_batches", report.in_flight_micro_batches},
+                      {"peak_bytes", report.peak_bytes},
+                      {"capacity_bytes", capacity},
+                      {"forward_seconds", report.timing.forward_s},
+                      {"backward_seconds", report.timing.backward_s},
+                      {"p2p_seconds", report.timing.p2p_s},
+                      {"dp_sync_seconds", report.timing.dp_sync_s}});
+  }
+  return {{"micro_batch_size", ranked.plan.micro_batch_size},
+          {"dp", ranked.plan.dp()},
+          {"num_stages", ranked.plan.num_stages()},
+          {"num_gpus", ranked.plan.num_gpus()},
+          {"num_micro_batches", e.num_micro_batches},
+          {"iter_seconds", e.iter_seconds},
+          {"tokens_per_second", e.tokens_per_second},
+          {"usd_per_iteration", e.usd_per_iteration},
+          {"peak_bytes_max", e.peak_bytes_max},
+          {"summary", fp::describe_plan(ranked.plan)},
+          {"stages", stages}};
+}
+
+void print_table(const fp::RankedPlan& best, const fp::ModelSpec& model) {
+  const fp::Evaluation& e = best.evaluation;
+  std::printf("best plan: %d stage%s x D %d, micro-batch %d (%d per replica), %d GPUs\n",
+              best.plan.num_stages(), best.plan.num_stages() == 1 ? "" : "s", best.plan.dp(),
+              best.plan.micro_batch_size, e.num_micro_batches, best.plan.num_gpus());
+  std::printf("  iter %.3f s   %s tokens/s   %.4f USD/iter\n\n", e.iter_seconds,
+              human_rate(e.tokens_per_second).c_str(), e.usd_per_iteration);
+  std::printf("  %-5s %-12s %-9s %-4s %-4s %-9s %-21s %-11s\n", "stage", "layers", "gpu", "TP",
+              "DP", "in-flight", "peak/GPU (capacity)", "fwd+bwd/mb");
+  for (std::size_t s = 0; s < best.plan.stages.size(); ++s) {
+    const fp::Stage& stage = best.plan.stages[s];
+    const fp::StageReport& r = e.stages[s];
+    std::int64_t capacity = 0;
+    for (const fp::RankReport& rank : e.ranks)
+      if (rank.stage == static_cast<int>(s)) capacity = rank.capacity_bytes;
+    const std::string memory = gb(r.peak_bytes) + " (" + gb(capacity) + ")";
+    std::printf("  %-5zu %-12s %-9s %-4d %-4d %-9d %-21s %.4f s\n", s,
+                layers_of(stage.first_block, stage.last_block, model.num_layers).c_str(),
+                stage.replicas.front().gpu_type.c_str(), stage.tp, stage.dp(),
+                r.in_flight_micro_batches, memory.c_str(),
+                r.timing.forward_s + r.timing.backward_s);
+  }
+}
+
+}  // namespace
+
+static int run_plan(const std::vector<std::string>& raw) {
+  Args args;
+  bool help = false;
+  if (std::string err = parse_args(raw, args, help); !err.empty()) return bad(err);
+  if (help) {
+    std::printf("%s\n", kUsage);
+    return 0;
+  }
+  auto model = fp::resolve_model(args.model);
+  if (!model) return bad(model.error());
+  fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
+  if (!args.catalog.empty()) {
+    std::string text;
+    if (!read_file(args.catalog, text)) return bad("cannot read GPU catalog file '" + args.catalog + "'");
+    auto c = fp::apply_catalog_override(std::move(catalog), text);
+    if (!c) return bad(args.catalog + ": " + c.error());
+    catalog = std::move(c.value());
+  }
+  std::string cluster_text;
+  if (!read_file(args.cluster, cluster_text)) return bad("cannot read cluster file '" + args.cluster + "'");
+  auto cluster = fp::parse_cluster(cluster_text, catalog);
+  if (!cluster) return bad(args.cluster + ": " + cluster.error());
+  fp::ProfileSet profiles;
+  if (!args.profiles.empty()) {
+    auto p = fp::load_profile_dir(args.profiles);
+    if (!p) return bad(p.error());
+    profiles = std::move(p.value());
+  }
+  fp::NetworkModel network = fp::default_network_model();
+  if (!args.network.empty()) {
+    auto n = fp::load_network_dir(args.network);
+    if (!n) return bad(n.error());
+    network = std::move(n.value());
+  }
+  fp::ComputeModel compute(args.profiles.empty() ? nullptr : &profiles);
+  fp::EvalContext context;
+  context.catalog = &catalog;
+  context.compute = &compute;
+  context.network = &network;
+
+  fp::SearchRequest request;
+  request.model = *model;
+  request.global_batch_size = args.gbs;
+  request.training.recompute = args.recompute;
+  request.training.zero_stage = args.zero;
+  request.pools = fp::gpu_pools(*cluster);
+  request.objective = args.objective;
+  request.constraints.max_usd_per_iteration = args.max_usd;
+  request.constraints.min_tokens_per_second = args.min_tokens;
+  request.constraints.max_gpus_per_type = cluster->max_gpus_per_type;
+  request.constraints.max_gpus_per_zone = cluster->max_gpus_per_zone;
+  // Enough ranked plans that the packer can fall through to the next when one does not place.
+  request.options.max_plans = std::max(args.alternatives + 1, 8);
+
+  const fp::SearchResult result = fp::search_plans(request, context);
+  int free_gpus = 0;
+  for (const fp::GpuPool& pool : request.pools) free_gpus += pool.gpus;
+
+  if (result.plans.empty()) {
+    std::string line = model->name + ": " + result.failure;
+    if (auto change = fp::suggest_change(request, context))
+      line += "; smallest change that fits: " + change->change + " (then " +
+              human_rate(change->plan.evaluation.tokens_per_second) + " tokens/s, " +
+              fp::describe_plan(change->plan.plan) + ")";
+    else
+      line += "; no single change tried (recompute, larger TP, up to 16x the GPUs, a larger GPU type) makes it fit";
+    if (args.json) {
+      nlohmann::json out = {{"model", model->name}, {"feasible", false}, {"error", line}};
+      std::printf("%s\n", out.dump(2).c_str());
+    }
+    std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
+    return 1;
+  }
+
+  // Frenzy HAS: the first ranked plan that the packer can place, best fit.
+  std::vector<fp::PlacementRequest> ranked_requests;
+  for (const fp::RankedPlan& ranked : result.plans)
+    ranked_requests.push_back(fp::placement_request(ranked.plan));
+  const fp::PackResult packed = fp::pack_first_feasible(ranked_requests, fp::free_nodes(*cluster));
+  if (!packed.placed) {
+    std::fprintf(stderr,
+                 "flotilla plan: %s: no ranked plan can be placed on whole nodes (%s); "
+                 "use nodes with more free GPUs per node\n",
+                 model->name.c_str(), packed.rejections.empty() ? "?" : packed.rejections.front().c_str());
+    return 1;
+  }
+  const std::size_t chosen = packed.request_index;
+  const fp::RankedPlan& best = result.plans[chosen];
+  const auto by_node = fp::gpus_by_node(packed.allocations);
+
+  if (args.json) {
+    nlohmann::json out;
+    out["model"] = model->name;
+    out["feasible"] = true;
+    out["objective"] = args.objective == fp::Objective::kMaxThroughput ? "throughput" : "cost";
+    out["global_batch_size"] = args.gbs;
+    out["free_gpus"] = free_gpus;
+    out["plan"] = plan_json(best, *model);
+    out["placement"] = by_node;
+    out["alternatives"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < result.plans.size(); ++i) {
+      if (i == chosen || static_cast<int>(out["alternatives"].size()) >= args.alternatives) continue;
+      out["alternatives"].push_back(plan_json(result.plans[i], *model));
+    }
+    out["not_placed"] = packed.rejections;
+    out["rejected"] = nlohmann::json::array();
+    for (const fp::Rejection& r : result.rejections)
+      out["rejected"].push_back({{"what", r.what}, {"why", r.why}});
+    out["rejection_counts"] = result.rejection_counts;
+    out["search"] = {{"dp_runs", result.stats.dp_runs},
+                     {"dp_states", result.stats.dp_states},
+                     {"evaluations", result.stats.evaluations}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+
+  std::printf("flotilla plan: %s, global batch %d x %d tokens, objective %s, %d GPUs free\n\n",
+              model->name.c_str(), args.gbs, model->seq_len,
+              args.objective == fp::Objective::kMaxThroughput ? "max throughput" : "min cost",
+              free_gpus);
+  print_table(best, *model);
+  std::printf("\nplacement (best fit):");
+  for (const auto& [node, gpus] : by_node) std::printf(" %s:%d", node.c_str(), gpus);
+  std::printf("\n");
+  for (const std::string& why : packed.rejections) std::printf("  not placed: %s\n", why.c_str());
+
+  std::printf("\nnext best:\n");
+  int shown = 0;
+  for (std::size_t i = 0; i < result.plans.size() && shown < args.alternatives; ++i) {
+    if (i == chosen) continue;
+    const fp::Evaluation& e = result.plans[i].evaluation;
+    std::printf("  %9s tokens/s  %8.4f USD/iter  %8.3f s  %s\n", human_rate(e.tokens_per_second).c_str(),
+                e.usd_per_iteration, e.iter_seconds, fp::describe_plan(result.plans[i].plan).c_str());
+    ++shown;
+  }
+  if (shown == 0) std::printf("  (none)\n");
+  std::printf("\nrejected:");
+  for (const auto& [kind, count] : result.rejection_counts) std::printf(" %s %d", kind.c_str(), count);
+  std::printf("\n");
+  for (const fp::Rejection& r : result.rejections)
+    std::printf("  %s: %s\n", r.what.c_str(), r.why.c_str());
+  return 0;
+}
 
 namespace {
 const flotilla::cli::CommandRegistrar plan_command{{
     "plan", "plan resources and parallelism for a model (`plan evaluate` scores one given plan)",
     [](const std::vector<std::string>& args) {
-      if (!args.empty() && args[0] == "evaluate") {
+      if (!args.empty() && args[0] == "evaluate")
         return run_plan_evaluate(std::vector<std::string>(args.begin() + 1, args.end()));
-      }
-      std::fprintf(stderr, "flotilla plan: only `flotilla plan evaluate ...` is available in this build\n");
-      return 2;
+      return run_plan(args);
     }}};
 }  // namespace

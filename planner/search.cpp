@@ -41,7 +41,7 @@ class Collector {
     ++result_.rejection_counts[kind];
     if (static_cast<int>(result_.rejections.size()) < request_.options.max_rejections &&
         seen_.insert(kind + "|" + why).second)
-      result_.rejections.push_back({std::move(what), std::move(why)});
+      result_.rejections.push_back({kind, std::move(what), std::move(why)});
   }
 
   // Returns true when the plan is feasible and was kept.
@@ -155,9 +155,13 @@ class Searcher {
       // H2: a block that fits no (GPU, TP) alone rules out this (mbs, D) before the DP.
       for (int b = 0; b < blocks_; ++b) {
         if (!solver.block_fits_somewhere(b)) {
+          const std::string name = b == 0 ? "the embedding (block 0)"
+                                   : b == blocks_ - 1
+                                       ? "the LM head (block " + std::to_string(b) + ")"
+                                       : "layer " + std::to_string(b);
           collector_.reject("oom", what,
-                            "OOM: block " + std::to_string(b) +
-                                " alone exceeds every GPU's memory at the largest allowed TP");
+                            "OOM: " + name +
+                                " alone exceeds every free GPU's memory at the largest TP allowed");
           return std::nullopt;
         }
       }
@@ -273,7 +277,10 @@ class Searcher {
   }
 
   void search_micro_batch(int mbs) {
-    std::vector<int> degrees = dp_degrees(request_, mbs, total_gpus_);
+    // Every stage puts D replicas in one pool, so D never exceeds the largest pool.
+    int largest_pool = 0;
+    for (const SearchPool& pool : pools_) largest_pool = std::max(largest_pool, pool.gpus);
+    std::vector<int> degrees = dp_degrees(request_, mbs, largest_pool);
     const bool throughput = request_.objective == Objective::kMaxThroughput;
     // H3: throughput -> largest D first; H4: cost -> smallest D first.
     if (throughput) std::reverse(degrees.begin(), degrees.end());
@@ -281,7 +288,7 @@ class Searcher {
     for (std::size_t i = 0; i < degrees.size(); ++i) {
       const std::optional<double> best = search_point(mbs, degrees[i]);
       if (!request_.options.heuristics || !best) continue;
-      if (previous && *best < *previous) {
+      if (previous && *best < *previous && i + 1 < degrees.size()) {
         const std::string rest = "mbs " + std::to_string(mbs) + ", D " +
                                  (throughput ? "< " : "> ") + std::to_string(degrees[i]);
         collector_.reject(throughput ? "pruned-h3" : "pruned-h4", rest,
@@ -301,10 +308,15 @@ class Searcher {
       auto it = counts.find(kind);
       return it == counts.end() ? 0 : it->second;
     };
+    // The most telling example: an evaluated OOM, else any memory failure, else the first.
     std::string first;
-    for (const Rejection& r : result_.rejections) {
-      if (first.empty()) first = r.what + ": " + r.why;
+    for (const char* kind : {"oom", "over-budget", "below-min-throughput", "over-quota"}) {
+      for (const Rejection& r : result_.rejections) {
+        if (first.empty() && r.kind == kind) first = r.what + ": " + r.why;
+      }
     }
+    if (first.empty() && !result_.rejections.empty())
+      first = result_.rejections.front().what + ": " + result_.rejections.front().why;
     if (count("over-budget") > 0 || count("below-min-throughput") > 0 || count("over-quota") > 0)
       return "no plan meets the constraints (" + std::to_string(count("over-budget")) +
              " over budget, " + std::to_string(count("below-min-throughput")) +

@@ -63,6 +63,7 @@ struct RankedPlan {
 };
 
 struct Rejection {
+  std::string kind;  // as in rejection_counts
   std::string what;  // "mbs 2, D 16, 4 stages"
   std::string why;   // "OOM on stage 0: 41.3 GB > 40.0 GB", "over budget: 1.92 USD > 1.50 USD"
 };

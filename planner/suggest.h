@@ -1,0 +1,27 @@
+// "The model fits nowhere": the smallest change to the request that would make it fit.
+//
+// Guarantees: suggest_change() only names a change after re-running search_plans() with that
+//   change and getting a plan; it tries, smallest first: selective then full activation
+//   recompute (no new hardware), larger tensor parallelism where small nodes capped it (TP >= k
+//   needs nodes with k GPUs), more GPUs of a type already in the cluster (the fewest that
+//   work, in whole nodes), then GPUs of a larger-memory type from the catalog. Pure.
+// Assumes: the request failed as given (it is not re-checked).
+// Caveats: "more GPUs" doubles a pool until it fits (up to 16x), so the count named is within
+//   2x of the true minimum; each try is a full search, so this costs up to ~20 searches.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "planner/search.h"
+
+namespace flotilla::planner {
+
+struct Suggestion {
+  std::string change;   // one phrase: "add 8 more A100-40 GPUs", "use --recompute full"
+  RankedPlan plan;      // the best plan with that change
+};
+
+std::optional<Suggestion> suggest_change(const SearchRequest& request, const EvalContext& context);
+
+}  // namespace flotilla::planner
