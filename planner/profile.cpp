@@ -80,8 +80,23 @@ void fit_profile(GpuProfile& p) {
       for (const auto& xy : upd) u += xy.second;
       fits[b] = BlockFit{{fa, ba, u / static_cast<double>(upd.size())}, {fb, bb, 0.0}};
     }
+    std::vector<BlockFit> prefix(fits.size() + 1);
+    for (std::size_t b = 0; b < fits.size(); ++b) {
+      const BlockFit& f = fits[b];
+      BlockFit& next = prefix[b + 1];
+      next = prefix[b];
+      next.fixed.forward_s += f.fixed.forward_s;
+      next.fixed.backward_s += f.fixed.backward_s;
+      next.fixed.update_s += f.fixed.update_s;
+      next.per_sample.forward_s += f.per_sample.forward_s;
+      next.per_sample.backward_s += f.per_sample.backward_s;
+      next.per_sample.update_s += f.per_sample.update_s;
+    }
+    p.prefix_by_tp[tp] = std::move(prefix);
     p.fit_by_tp[tp] = std::move(fits);
   }
+  p.normalized_model = normalize_name(p.model);
+  p.normalized_gpu = normalize_name(p.gpu);
 }
 
 void ProfileSet::add(GpuProfile profile) {
@@ -92,9 +107,20 @@ void ProfileSet::add(GpuProfile profile) {
 const GpuProfile* ProfileSet::find(const ModelSpec& model, std::string_view gpu) const {
   const std::string g = normalize_name(gpu);
   for (const GpuProfile& p : profiles_) {
-    if (normalize_name(p.gpu) == g && names_match(model, p.model)) return &p;
+    if (p.normalized_gpu == g && names_match(model, p.model)) return &p;
   }
   return nullptr;
+}
+
+const GpuProfile* ComputeModel::resolve(const ModelSpec& model, const GpuType& gpu) const {
+  if (profiles_ == nullptr || profiles_->all().empty()) return nullptr;
+  for (const Resolved& r : resolved_) {
+    if (r.gpu == gpu.name && r.model == model.name) return r.profile;
+  }
+  const GpuProfile* found = profiles_->find(model, gpu.name);
+  for (std::size_t i = 0; found == nullptr && i < gpu.aliases.size(); ++i) found = profiles_->find(model, gpu.aliases[i]);
+  resolved_.push_back({model.name, gpu.name, found});
+  return found;
 }
 
 LayerTimes ComputeModel::estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
@@ -123,12 +149,7 @@ bool ComputeModel::has_profile(const ModelSpec& model, std::string_view gpu, int
 
 LayerTimes ComputeModel::block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
                                      int micro_batch_size) const {
-  const GpuProfile* p = profiles_ ? profiles_->find(model, gpu.name) : nullptr;
-  if (p == nullptr) {
-    for (const std::string& alias : gpu.aliases) {
-      if (profiles_ && (p = profiles_->find(model, alias)) != nullptr) break;
-    }
-  }
+  const GpuProfile* p = resolve(model, gpu);
   if (p != nullptr) {
     auto it = p->fit_by_tp.find(tp);
     if (it != p->fit_by_tp.end() && block < static_cast<int>(it->second.size())) {
@@ -144,13 +165,29 @@ LayerTimes ComputeModel::block_times(const ModelSpec& model, const GpuType& gpu,
 
 LayerTimes ComputeModel::stage_times(const ModelSpec& model, const GpuType& gpu, int first_block, int last_block,
                                      int tp, int micro_batch_size) const {
-  LayerTimes sum;
-  for (int b = first_block; b < last_block; ++b) {
-    const LayerTimes t = block_times(model, gpu, b, tp, micro_batch_size);
-    sum.forward_s += t.forward_s;
-    sum.backward_s += t.backward_s;
-    sum.update_s += t.update_s;
+  if (const GpuProfile* p = resolve(model, gpu)) {
+    auto it = p->prefix_by_tp.find(tp);
+    if (it != p->prefix_by_tp.end() && last_block < static_cast<int>(it->second.size()) && first_block >= 0) {
+      const BlockFit& hi = it->second[static_cast<std::size_t>(last_block)];
+      const BlockFit& lo = it->second[static_cast<std::size_t>(first_block)];
+      const double b = micro_batch_size;
+      return {std::max(0.0, hi.fixed.forward_s - lo.fixed.forward_s + (hi.per_sample.forward_s - lo.per_sample.forward_s) * b),
+              std::max(0.0, hi.fixed.backward_s - lo.fixed.backward_s + (hi.per_sample.backward_s - lo.per_sample.backward_s) * b),
+              std::max(0.0, hi.fixed.update_s - lo.fixed.update_s + (hi.per_sample.update_s - lo.per_sample.update_s) * b)};
+    }
   }
+  // FLOP estimate: the embedding, identical transformer layers, and the head.
+  LayerTimes sum;
+  const auto add = [&](const LayerTimes& t, double times) {
+    sum.forward_s += t.forward_s * times;
+    sum.backward_s += t.backward_s * times;
+    sum.update_s += t.update_s * times;
+  };
+  const int head = model.num_layers + 1;
+  if (first_block == 0 && last_block > 0) add(estimate_block_times(model, gpu, 0, tp, micro_batch_size), 1);
+  const int layers = std::min(last_block, head) - std::max(first_block, 1);
+  if (layers > 0) add(estimate_block_times(model, gpu, 1, tp, micro_batch_size), layers);
+  if (last_block > head) add(estimate_block_times(model, gpu, head, tp, micro_batch_size), 1);
   return sum;
 }
 

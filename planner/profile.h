@@ -38,6 +38,10 @@ struct GpuProfile {
   std::map<int, std::map<int, std::vector<LayerTimes>>> by_mbs_tp;
   // tp -> per-block linear fit over all profiled micro-batch sizes (fit_profile()).
   std::map<int, std::vector<BlockFit>> fit_by_tp;
+  // tp -> prefix sums of fit_by_tp (entry i = blocks [0, i)), so a stage costs O(1).
+  std::map<int, std::vector<BlockFit>> prefix_by_tp;
+  std::string normalized_model;  // normalize_name(model), set by fit_profile()
+  std::string normalized_gpu;
 };
 
 // Fits, per TP degree and block, time = fixed + per_sample * mbs by least squares on the
@@ -73,7 +77,16 @@ class ComputeModel {
   bool has_profile(const ModelSpec& model, std::string_view gpu, int tp) const;
 
  private:
+  const GpuProfile* resolve(const ModelSpec& model, const GpuType& gpu) const;
   const ProfileSet* profiles_;
+  // Memo of resolve() by exact (model name, GPU name): name matching normalizes strings, and
+  // the search asks for the same few pairs millions of times. Deterministic; not thread-safe.
+  struct Resolved {
+    std::string model;
+    std::string gpu;
+    const GpuProfile* profile;
+  };
+  mutable std::vector<Resolved> resolved_;
 };
 
 }  // namespace flotilla::planner
