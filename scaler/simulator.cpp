@@ -47,17 +47,16 @@ struct SplitMix {
   }
 };
 
-struct ModelTable {
-  ElasticModel model;
-  ScaleTable table;
-};
-
 enum class Status { pending, queued, running, done };
 
 struct Job {
   TraceJob trace;
   bool elastic = false;
-  const ModelTable* mt = nullptr;
+  std::vector<int> types;                          // allowed GPU types, preferred first
+  std::vector<const SimJobModel*> model_by_type;   // elastic: per type id, nullptr = cannot run
+  std::vector<double> factor_by_type;              // elastic: throughput vs its fastest type
+  int type = -1;                                   // while running
+  const SimJobModel* mt = nullptr;                 // elastic, while running: model_by_type[type]
   Status status = Status::pending;
   int gpus = 0;
   Allocation alloc;
@@ -113,24 +112,33 @@ class Simulation {
              const SimOptions& opt)
       : opt_(opt), cluster_(nodes), arrivals_(opt.window_s, opt.min_gpus) {
     SplitMix rng{opt.seed};
-    const bool elastic_policy = opt.policy != Policy::static_fcfs;
-    (void)elastic_policy;
+    source_ = opt.job_models != JobModelSource::automatic ? opt.job_models
+              : cluster_.types().size() > 1               ? JobModelSource::planner
+                                                          : JobModelSource::table2;
+    bands_ = opt.planner_bands.empty() ? default_planner_bands(opt.min_gpus) : opt.planner_bands;
+    const int n_types = static_cast<int>(cluster_.types().size());
     for (const auto& t : trace) {
       const bool large = t.gpus >= opt.min_gpus;
       const double u = large ? rng.uniform() : 1.0;
-      if (t.gpus <= 0 || t.gpus > cluster_.capacity_total() || !(t.duration_s >= 0)) {
+      Job j;
+      // Allowed types in node-list order: the trace's constraint, else all; only those with
+      // enough GPUs in total for the request.
+      for (int ty = 0; ty < n_types; ++ty) {
+        const auto& name = cluster_.types()[ty];
+        const bool wanted = t.gpu_types.empty() ||
+                            std::find(t.gpu_types.begin(), t.gpu_types.end(), name) != t.gpu_types.end();
+        if (wanted && t.gpus <= cluster_.nodes_capacity_of_type(ty)) j.types.push_back(ty);
+      }
+      if (t.gpus <= 0 || j.types.empty() || !(t.duration_s >= 0)) {
         ++result_.metrics.skipped_jobs;
         continue;
       }
-      Job j;
       j.trace = t;
       j.out.id = t.id;
       j.out.requested_gpus = t.gpus;
       j.out.submit_s = t.submit_s;
-      if (large && u < opt.elastic_fraction) j.mt = table_for(t.gpus);
-      j.elastic = j.mt != nullptr;
+      if (large && u < opt.elastic_fraction) make_elastic(j);
       j.out.elastic = j.elastic;
-      if (j.elastic) j.out.model = j.mt->model.name;
       jobs_.push_back(std::move(j));
     }
     std::stable_sort(jobs_.begin(), jobs_.end(), [](const Job& a, const Job& b) {
@@ -178,17 +186,46 @@ class Simulation {
   }
 
  private:
-  const ModelTable* table_for(int gpus) {
-    auto it = tables_.find(gpus);
+  // Scale tables are built once per (GPU count, type) — per GPU count for Table-2 jobs, whose
+  // cost model does not depend on the type — and cached, never per event.
+  const SimJobModel* model_for(int gpus, int type) {
+    const auto key = std::make_pair(gpus, source_ == JobModelSource::table2 ? -1 : type);
+    auto it = tables_.find(key);
     if (it != tables_.end()) return it->second.get();
-    std::unique_ptr<ModelTable> mt;
-    if (auto model = model_for_trace_job(gpus, opt_.min_gpus)) {
-      auto built = build_scale_table(*model, opt_.table);
-      if (built.table) mt.reset(new ModelTable{*model, std::move(*built.table)});
-    }
-    const ModelTable* raw = mt.get();
-    tables_[gpus] = std::move(mt);
+    const auto built = source_ == JobModelSource::table2
+                           ? table2_job_model(gpus, opt_.min_gpus, opt_.table)
+                           : planner_job_model(gpus, cluster_.types()[type], bands_, opt_.table);
+    std::unique_ptr<SimJobModel> m;
+    if (built.model) m = std::make_unique<SimJobModel>(*built.model);
+    const SimJobModel* raw = m.get();
+    tables_[key] = std::move(m);
     return raw;
+  }
+
+  // Keeps the allowed types where the job's model runs, fastest first (ties: node-list order).
+  void make_elastic(Job& j) {
+    j.model_by_type.assign(cluster_.types().size(), nullptr);
+    j.factor_by_type.assign(cluster_.types().size(), 0.0);
+    std::vector<int> usable;
+    double fastest_s = INFINITY;
+    for (int ty : j.types) {
+      const SimJobModel* m = model_for(j.trace.gpus, ty);
+      if (!m) continue;
+      j.model_by_type[ty] = m;
+      usable.push_back(ty);
+      fastest_s = std::min(fastest_s, m->initial_iteration_s);
+    }
+    if (usable.empty()) return;  // no type runs its model: the job stays non-elastic
+    std::stable_sort(usable.begin(), usable.end(), [&](int a, int b) {
+      return j.model_by_type[a]->initial_iteration_s < j.model_by_type[b]->initial_iteration_s;
+    });
+    for (int ty : usable) {
+      const double s = j.model_by_type[ty]->initial_iteration_s;
+      j.factor_by_type[ty] = s > 0 && std::isfinite(fastest_s) ? fastest_s / s : 1.0;
+    }
+    j.types = usable;
+    j.elastic = true;
+    j.out.model = j.model_by_type[usable.front()]->name;
   }
 
   void push(Event e) { events_.push(e); }
@@ -214,7 +251,7 @@ class Simulation {
   }
 
   double speed_of(const Job& j) const {
-    return j.elastic ? j.mt->table.speedup_at(j.gpus) : 1.0;
+    return j.elastic ? j.factor_by_type[j.type] * j.mt->table.speedup_at(j.gpus) : 1.0;
   }
 
   void reschedule_completion(Job& j, double now) {
@@ -224,9 +261,12 @@ class Simulation {
     push({t, 0, seq_++, static_cast<int>(&j - jobs_.data()), j.version});
   }
 
-  void start(Job& j, const Allocation& a, double now, double delay_s) {
+  void start(Job& j, int type, const Allocation& a, double now, double delay_s) {
     cluster_.take(a);
     j.alloc = a;
+    j.type = type;
+    if (j.elastic) j.mt = j.model_by_type[type];
+    j.out.gpu_type = cluster_.types()[type];
     j.gpus = j.trace.gpus;
     j.status = Status::running;
     running_.insert(static_cast<int>(&j - jobs_.data()));
@@ -251,7 +291,7 @@ class Simulation {
   }
 
   double overhead_s(const Job& j, int from, int to) const {
-    return estimate_restart_overhead(j.mt->model.checkpoint_bytes, from, to, std::nullopt,
+    return estimate_restart_overhead(j.mt->checkpoint_bytes, from, to, std::nullopt,
                                      opt_.overhead)
         .total_s();
   }
@@ -271,12 +311,13 @@ class Simulation {
     reschedule_completion(j, now);
   }
 
-  std::vector<ElasticJobView> elastic_views(bool only_scaled_up) {
+  // Running elastic jobs, of one GPU type when type >= 0.
+  std::vector<ElasticJobView> elastic_views(bool only_scaled_up, int type = -1) {
     std::vector<ElasticJobView> views;
     view_jobs_.clear();
     for (int idx : running_) {
       Job& j = jobs_[idx];
-      if (!j.elastic) continue;
+      if (!j.elastic || (type >= 0 && j.type != type)) continue;
       if (only_scaled_up && j.gpus <= j.mt->table.initial.gpus()) continue;
       views.push_back({static_cast<int>(views.size()), j.gpus, &j.mt->table, 0.0});
       view_jobs_.push_back(&j);
@@ -284,13 +325,23 @@ class Simulation {
     return views;
   }
 
+  // §5.2 for the queue head, one allowed GPU type at a time (preferred first): victims must run
+  // on that type, since only their GPUs of that type can serve the head.
   bool try_preempt(Job& head, double now) {
-    const auto views = elastic_views(true);
-    const auto plan = plan_preemption(head.trace.gpus, cluster_.free_total(), views);
-    if (!plan.feasible || plan.shrinks.empty()) {
-      if (!views.empty()) ++result_.metrics.preemptions_aborted;
-      return false;
+    bool had_victims = false;
+    for (int type : head.types) {
+      const auto views = elastic_views(true, type);
+      if (views.empty()) continue;
+      had_victims = true;
+      if (try_preempt_on(head, type, views, now)) return true;
     }
+    if (had_victims) ++result_.metrics.preemptions_aborted;
+    return false;
+  }
+
+  bool try_preempt_on(Job& head, int type, const std::vector<ElasticJobView>& views, double now) {
+    const auto plan = plan_preemption(head.trace.gpus, cluster_.free_of_type(type), views);
+    if (!plan.feasible || plan.shrinks.empty()) return false;
     // Dry run on a copy: the head must actually be placeable on the GPUs the victims free.
     std::vector<int> free = cluster_.free_per_node();
     std::vector<Allocation> released(plan.shrinks.size());
@@ -301,12 +352,7 @@ class Simulation {
       released[k] = take_back(kept[k], plan.shrinks[k].from_gpus - plan.shrinks[k].to_gpus);
       for (auto [node, n] : released[k]) free[node] += n;
     }
-    const int max_node = cluster_.max_node_gpus();
-    const auto a = ClusterState::place_on(free, head.trace.gpus, head.trace.gpus > max_node);
-    if (!a) {
-      ++result_.metrics.preemptions_aborted;
-      return false;
-    }
+    if (!cluster_.place_on(free, head.trace.gpus, type)) return false;
     double delay_s = 0;
     for (size_t k = 0; k < plan.shrinks.size(); ++k) {
       Job& v = *view_jobs_[plan.shrinks[k].job_id];
@@ -314,14 +360,14 @@ class Simulation {
       cluster_.give(released[k]);
       v.alloc = kept[k];
       // The victim's GPUs are usable once it has saved its checkpoint.
-      delay_s = std::max(delay_s, estimate_restart_overhead(v.mt->model.checkpoint_bytes, v.gpus,
+      delay_s = std::max(delay_s, estimate_restart_overhead(v.mt->checkpoint_bytes, v.gpus,
                                                             plan.shrinks[k].to_gpus, std::nullopt,
                                                             opt_.overhead)
                                       .save_s);
       resize(v, plan.shrinks[k].to_gpus, {}, now);
       ++result_.metrics.preemption_shrinks;
     }
-    start(head, *cluster_.place_job(head.trace.gpus), now, delay_s);
+    start(head, type, *cluster_.place_job(head.trace.gpus, type), now, delay_s);
     return true;
   }
 
@@ -343,7 +389,8 @@ class Simulation {
     if (opt_.policy == Policy::elasticflow) {
       std::vector<int> target(ready.size());
       for (size_t i = 0; i < ready.size(); ++i) target[i] = ready[i].current_gpus;
-      int free = cluster_.free_total();
+      std::vector<int> free(cluster_.types().size());
+      for (size_t ty = 0; ty < free.size(); ++ty) free[ty] = cluster_.free_of_type(static_cast<int>(ty));
       for (bool grew = true; grew;) {
         grew = false;
         for (int i : order) {
@@ -351,15 +398,16 @@ class Simulation {
           const ScaleEntry* next = nullptr;
           for (const auto& e : t.entries)
             if (e.gpus > target[i] && e.gpus <= t.cap_gpus) { next = &e; break; }
-          if (!next || next->gpus - target[i] > free) continue;
-          free -= next->gpus - target[i];
+          int& type_free = free[ready_jobs[i]->type];
+          if (!next || next->gpus - target[i] > type_free) continue;
+          type_free -= next->gpus - target[i];
           target[i] = next->gpus;
           grew = true;
         }
       }
       for (int i : order) {
         if (target[i] == ready[i].current_gpus) continue;
-        auto a = cluster_.place(target[i] - ready[i].current_gpus, true);
+        auto a = cluster_.place(target[i] - ready[i].current_gpus, true, ready_jobs[i]->type);
         if (!a) continue;
         cluster_.take(*a);
         resize(*ready_jobs[i], target[i], *a, now);
@@ -374,14 +422,15 @@ class Simulation {
     params.use_benefit_check = opt_.policy == Policy::flextrain;
     const double lambda = arrivals_.rate_per_s(now);
     for (int i : order) {
-      const int free = cluster_.free_total();
-      if (free <= 0) break;
+      if (cluster_.free_total() <= 0) break;
       Job& j = *ready_jobs[i];
+      const int free = cluster_.free_of_type(j.type);  // it grows only on its own type
+      if (free <= 0) continue;
       JobSnapshot snap;
       snap.current_gpus = j.gpus;
       snap.free_gpus = free;
       snap.arrival_rate_per_s = lambda;
-      snap.checkpoint_bytes = j.mt->model.checkpoint_bytes;
+      snap.checkpoint_bytes = j.mt->checkpoint_bytes;
       const auto d = decide(j.mt->table, snap, params);
       if (d.benefit && params.use_benefit_check) {
         if (result_.sample_decisions.size() < 20)
@@ -390,7 +439,7 @@ class Simulation {
         else ++result_.metrics.benefit_checks_refused;
       }
       if (d.action != ScaleAction::scale_up) continue;
-      auto a = cluster_.place(d.target_gpus - j.gpus, true);
+      auto a = cluster_.place(d.target_gpus - j.gpus, true, j.type);
       if (!a) continue;
       cluster_.take(*a);
       resize(j, d.target_gpus, *a, now);
@@ -401,9 +450,8 @@ class Simulation {
   void schedule(double now) {
     while (!queue_.empty()) {
       Job& head = *queue_.front();
-      if (auto a = cluster_.place_job(head.trace.gpus)) {
+      if (place_head(head, now)) {
         queue_.pop_front();
-        start(head, *a, now, 0.0);
         continue;
       }
       if (opt_.policy != Policy::static_fcfs && try_preempt(head, now)) {
@@ -418,10 +466,23 @@ class Simulation {
       scale_up_pass(now);
   }
 
+  // HAS over the head's ranked GPU types: the first type it fits on, best-fit placed.
+  bool place_head(Job& head, double now) {
+    for (int type : head.types) {
+      if (auto a = cluster_.place_job(head.trace.gpus, type)) {
+        start(head, type, *a, now, 0.0);
+        return true;
+      }
+    }
+    return false;
+  }
+
   void requeue(Job& j) {
     cluster_.give(j.alloc);
     j.alloc.clear();
     j.gpus = 0;
+    j.type = -1;
+    j.mt = nullptr;
     ++j.version;  // cancels its completion event
     j.status = Status::queued;
     running_.erase(static_cast<int>(&j - jobs_.data()));
@@ -454,7 +515,7 @@ class Simulation {
         JobSnapshot snap;
         snap.current_gpus = j.gpus;
         snap.gpus_alive = remaining;
-        snap.checkpoint_bytes = j.mt->model.checkpoint_bytes;
+        snap.checkpoint_bytes = j.mt->checkpoint_bytes;
         d = decide(j.mt->table, snap);
       }
       if (!d || d->action != ScaleAction::shrink) {
@@ -477,6 +538,13 @@ class Simulation {
       for (auto [node, n] : j.alloc) {
         used[node] += n;
         sum += n;
+        if (cluster_.node_type(node) != j.type && violations_ < 20) {
+          ++violations_;
+          result_.invariant_violations.push_back(
+              "t=" + std::to_string(now) + " job " + j.trace.id + " runs on " +
+              cluster_.types()[j.type] + " but holds GPUs of node " + std::to_string(node) +
+              " (" + cluster_.nodes()[node].gpu_type + ")");
+        }
       }
       if (sum != j.gpus && violations_ < 20) {
         ++violations_;
@@ -556,7 +624,9 @@ class Simulation {
   std::vector<Job> jobs_;
   std::deque<Job*> queue_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::map<int, std::unique_ptr<ModelTable>> tables_;
+  std::map<std::pair<int, int>, std::unique_ptr<SimJobModel>> tables_;
+  JobModelSource source_ = JobModelSource::table2;
+  std::vector<PlannerBand> bands_;
   std::vector<Job*> view_jobs_;
   std::set<int> running_;  // indices into jobs_, ordered so iteration is deterministic
   SimResult result_;

@@ -21,8 +21,18 @@
 //   subset of the set at f' > f for the same seed. With check_invariants the run verifies after
 //   every event that no GPU is allocated twice and at the end that every job finished and did
 //   exactly its trace work; violations are listed in the result, never thrown.
-// Caveats: jobs larger than the whole cluster are skipped (counted in metrics). GPU types are not
-//   matched. Jobs requeued after a node loss resume their remaining work with no extra overhead.
+// GPU types: every job runs on GPUs of ONE type, placed by the planner's best-fit packer
+//   (cluster_state.h). A job's allowed types are its trace constraint (Alibaba gpu_spec) or, when
+//   it has none, every type in the cluster (in node-list order). An elastic job is further
+//   restricted to the types where its model has a scale table (sim_job_models.h: with planner
+//   tables, the types its initial layout fits in memory) and ranks them fastest first; its work
+//   is counted in seconds at its requested size on its fastest allowed type, so on a slower type
+//   it progresses at iteration_s(fastest) / iteration_s(type) x speedup(GPUs on that type).
+//   Non-elastic jobs run at speed 1 on any allowed type (the trace time is what they took).
+//   Scale-up, preemption and node-loss shrinks only move GPUs of the job's own type.
+// Caveats: jobs larger than every allowed type's total GPUs are skipped (counted in metrics).
+//   Jobs requeued after a node loss resume their remaining work with no extra overhead (and may
+//   restart on another type).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +44,7 @@
 #include "scaler/cluster_state.h"
 #include "scaler/restart_overhead.h"
 #include "scaler/scale_table.h"
+#include "scaler/sim_job_models.h"
 
 namespace flotilla::scaler {
 
@@ -46,6 +57,7 @@ struct TraceJob {
   double submit_s = 0;
   double duration_s = 0;  // run time at the requested allocation
   int gpus = 0;
+  std::vector<std::string> gpu_types;  // allowed GPU types (Alibaba gpu_spec); empty: any
 };
 
 struct NodeEvent {
@@ -65,13 +77,16 @@ struct SimOptions {
   RestartOverheadParams overhead;
   std::vector<NodeEvent> node_events;
   bool check_invariants = true;
+  JobModelSource job_models = JobModelSource::automatic;  // planner iff >1 GPU type
+  std::vector<PlannerBand> planner_bands;  // empty: default_planner_bands(min_gpus)
 };
 
 struct JobOutcome {
   std::string id;
   int requested_gpus = 0;
   bool elastic = false;
-  std::string model;       // Table-2 preset for elastic jobs
+  std::string model;       // Table-2 or planner preset for elastic jobs
+  std::string gpu_type;    // the type it last ran on
   double submit_s = 0;
   double start_s = -1;     // first time its work could begin (queue time = start - submit)
   double finish_s = -1;

@@ -72,6 +72,7 @@ TraceLoad load_trace(const std::string& path) {
   const int c_dur = column(header, "duration");
   const int c_del = column(header, "deletion_time");
   const int c_sched = column(header, "scheduled_time");
+  const int c_spec = column(header, "gpu_spec");  // Alibaba: allowed GPU models, '|'-separated
   if (c_id < 0 || c_gpu < 0 || c_submit < 0 || (elasticflow && c_dur < 0) ||
       (alibaba && (c_del < 0 || c_sched < 0))) {
     out.error = "trace " + path + ": header lacks a required column";
@@ -112,7 +113,13 @@ TraceLoad load_trace(const std::string& path) {
       ++out.skipped_rows;
       continue;
     }
-    out.jobs.push_back({cell(c_id), submit, dur, static_cast<int>(gpus)});
+    TraceJob job{cell(c_id), submit, dur, static_cast<int>(gpus), {}};
+    if (c_spec >= 0) {
+      std::stringstream spec(cell(c_spec));
+      for (std::string type; std::getline(spec, type, '|');)
+        if (!type.empty()) job.gpu_types.push_back(type);
+    }
+    out.jobs.push_back(std::move(job));
   }
   std::stable_sort(out.jobs.begin(), out.jobs.end(),
                    [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });

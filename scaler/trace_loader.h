@@ -5,7 +5,8 @@
 //   Alibaba GPU v2023 pod list  header starting `name,cpu_milli,...` with num_gpu,
 //     creation_time, deletion_time, scheduled_time: submit = creation_time, duration =
 //     deletion_time − scheduled_time (creation when unscheduled); pods with num_gpu = 0 (CPU or
-//     fractional-GPU sharing pods) and pods without a deletion time are skipped.
+//     fractional-GPU sharing pods) and pods without a deletion time are skipped; gpu_spec
+//     (e.g. `V100M16|V100M32`) becomes TraceJob::gpu_types, the types the pod may run on.
 // Clusters:
 //   YAML   the planner's cluster.yaml (planner/cluster.h): `nodes: [{name, gpu, count, zone}]`
 //          (count = GPUs on that node) and/or `pools: [{gpu, nodes, gpus_per_node, zone}]`.
