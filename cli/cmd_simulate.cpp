@@ -1,6 +1,7 @@
 // `flotilla simulate`: replay a job trace on a cluster under a scaling policy (the trace
 // simulator shell around flotilla::scaler). See docs/simulator.md.
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,12 +23,15 @@ const char* kUsage =
     "         [--policy static|greedy|elasticflow|flextrain] [--elastic-fraction F] [--seed N]\n"
     "         [--consistency strict|relaxed] [--min-gpus N] [--p-th P] [--window-h H]\n"
     "         [--cap-factor K] [--lose-node T:INDEX]... [--join-node T:INDEX]... [--json]\n"
-    "         [--plot out.png]\n"
+    "         [--models auto|table2|planner] [--plot out.png]\n"
     "  --trace     ElasticFlow CSV (job_id,submission_time,duration,num_gpu) or Alibaba GPU v2023\n"
     "              pod list\n"
     "  --cluster   YAML `nodes: [{count, gpus, gpu_type, zone}]`, the Alibaba node list CSV, or\n"
     "              auto[:LOAD] (8-GPU nodes: mean demand / LOAD, default 0.6, and >= 2x the\n"
     "              largest job)\n"
+    "  --models    elastic jobs' models: table2 (FlexTrain Table 2, type-agnostic tables) or\n"
+    "              planner (dense presets, one scale table per GPU type from the planner's time and\n"
+    "              memory model); auto = planner on a cluster with several GPU types\n"
     "  --plot      also runs all four policies at 10/20/40/60 % elastic and writes a figure like\n"
     "              FlexTrain Fig. 11 (needs gnuplot)\n";
 
@@ -121,6 +125,10 @@ int run(const std::vector<std::string>& args) {
     } else if (a == "--cap-factor") {
       if (!parse_number(v, x) || x < 1) return bad("--cap-factor must be >= 1");
       opt.table.cap_factor = x;
+    } else if (a == "--models") {
+      const auto m = parse_job_model_source(v);
+      if (!m) return bad("--models is auto, table2 or planner, got '" + v + "'");
+      opt.job_models = *m;
     } else if (a == "--lose-node" || a == "--join-node") {
       NodeEvent e;
       if (!parse_node_event(v, a == "--join-node", e))
@@ -154,7 +162,14 @@ int run(const std::vector<std::string>& args) {
   const auto r = simulate(trace.jobs, nodes, opt);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int gpus = 0;
-  for (const auto& n : nodes) gpus += n.gpus;
+  std::map<std::string, std::pair<int, int>> by_type;  // type -> (GPUs, jobs that ran on it)
+  for (const auto& n : nodes) {
+    gpus += n.gpus;
+    by_type[n.gpu_type].first += n.gpus;
+  }
+  for (const auto& j : r.jobs) by_type[j.gpu_type].second += 1;
+  nlohmann::json types_json = nlohmann::json::object();
+  for (const auto& [type, v] : by_type) types_json[type] = {{"gpus", v.first}, {"jobs", v.second}};
 
   if (json) {
     nlohmann::json j = {{"trace", trace_path},
@@ -164,6 +179,7 @@ int run(const std::vector<std::string>& args) {
                         {"consistency", opt.table.consistency == Consistency::strict ? "strict" : "relaxed"},
                         {"cluster_nodes", nodes.size()},
                         {"cluster_gpus", gpus},
+                        {"gpu_types", types_json},
                         {"simulation_wall_s", wall_s},
                         {"metrics", metrics_json(r.metrics)},
                         {"sample_decisions", r.sample_decisions},
@@ -171,8 +187,13 @@ int run(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     const auto& m = r.metrics;
-    std::printf("trace %s: %d jobs (%d skipped as larger than the cluster), cluster %zu nodes / %d GPUs\n",
+    std::printf("trace %s: %d jobs (%d skipped: larger than every GPU type they may use), cluster %zu nodes / %d GPUs\n",
                 trace_path.c_str(), m.jobs, m.skipped_jobs, nodes.size(), gpus);
+    if (by_type.size() > 1) {
+      std::printf("  GPU types (GPUs / jobs run):");
+      for (const auto& [type, v] : by_type) std::printf(" %s %d/%d", type.c_str(), v.first, v.second);
+      std::printf("\n");
+    }
     std::printf("policy %s, elastic fraction %.2f (of jobs >= %d GPUs), seed %llu, %s consistency\n",
                 policy_name(opt.policy), opt.elastic_fraction, opt.min_gpus,
                 static_cast<unsigned long long>(opt.seed),

@@ -466,15 +466,31 @@ class Simulation {
       scale_up_pass(now);
   }
 
-  // HAS over the head's ranked GPU types: the first type it fits on, best-fit placed.
+  // An elastic job: HAS over its ranked types (fastest first), the first type it fits on,
+  // best-fit placed. A job without a model runs equally well on any allowed type, so it takes
+  // the best fit over all of them: the placement whose first node is left with the fewest free
+  // GPUs (ties: node-list order of the type).
   bool place_head(Job& head, double now) {
+    std::optional<Allocation> best;
+    int best_type = -1, best_left = 0;
     for (int type : head.types) {
-      if (auto a = cluster_.place_job(head.trace.gpus, type)) {
-        start(head, type, *a, now, 0.0);
-        return true;
+      auto a = cluster_.place_job(head.trace.gpus, type);
+      if (!a) continue;
+      if (head.elastic) {
+        best = std::move(a);
+        best_type = type;
+        break;
+      }
+      const int left = cluster_.free_on(a->front().first) - a->front().second;
+      if (!best || left < best_left) {
+        best = std::move(a);
+        best_type = type;
+        best_left = left;
       }
     }
-    return false;
+    if (!best) return false;
+    start(head, best_type, *best, now, 0.0);
+    return true;
   }
 
   void requeue(Job& j) {
