@@ -21,6 +21,14 @@ const JobOutcome& job(const SimResult& r, const std::string& id) {
 // GPT-Neo-2.7B with DP 1, PP = GPUs: at 4 GPUs the planner's memory model puts stage 0 at
 // ~35 GB, so it fits A100-40 and A100-80 but not V100-16.
 std::vector<PlannerBand> small_bands() { return {{4, "GPT-Neo-2.7B", 1, 1, 64, false}}; }
+SimOptions all_elastic_from_4_gpus(Policy p) {
+  SimOptions o;
+  o.policy = p;
+  o.elastic_fraction = 1.0;
+  o.min_gpus = 4;
+  o.planner_bands = small_bands();
+  return o;
+}
 }  // namespace
 
 TEST(ScalerClusterState, PlacesOnlyOnTheRequestedTypeBestFit) {
@@ -57,7 +65,7 @@ TEST(ScalerSimGpuTypes, JobThatFitsOnlyLargeMemoryWaitsForItsTypeByHand) {
   // E and F (4 GPUs each, elastic GPT-Neo-2.7B) do not fit a V100-16, so they wait for the A100s
   // although 8 V100s are free. At t=100, E (first in line) takes the faster A100-80; F takes the
   // A100-40 and runs slower by the planner's iteration-time ratio. G (3 GPUs, no model, no
-  // constraint) waits behind F (FCFS) and then runs on the first type in the node list: V100-16.
+  // constraint) waits behind F (FCFS) and then takes the only type with room left: V100-16.
   const std::vector<SimNode> cluster = {
       {"n0", "V100-16", "z", 8}, {"n1", "A100-40", "z", 4}, {"n2", "A100-80", "z", 4}};
   std::vector<TraceJob> trace = {{"B", 0, 100, 2, {"A100-80"}},
@@ -65,11 +73,7 @@ TEST(ScalerSimGpuTypes, JobThatFitsOnlyLargeMemoryWaitsForItsTypeByHand) {
                                  {"E", 10, 50, 4, {}},
                                  {"F", 20, 50, 4, {}},
                                  {"G", 30, 10, 3, {}}};
-  SimOptions o;
-  o.policy = Policy::static_fcfs;
-  o.elastic_fraction = 1.0;
-  o.min_gpus = 4;
-  o.planner_bands = small_bands();
+  const SimOptions o = all_elastic_from_4_gpus(Policy::static_fcfs);
   const auto r = simulate(trace, cluster, o);
   ASSERT_TRUE(r.invariant_violations.empty()) << r.invariant_violations.front();
 
@@ -107,11 +111,7 @@ TEST(ScalerSimGpuTypes, ScaleUpTakesOnlyFreeGpusOfTheJobsType) {
   // GPUs, and there are none spare, so it never scales although 8 GPUs are free.
   const std::vector<SimNode> cluster = {{"a", "A100-80", "z", 4}, {"b", "A100-40", "z", 8}};
   std::vector<TraceJob> trace = {{"E", 0, 1000, 4, {"A100-80"}}};
-  SimOptions o;
-  o.policy = Policy::greedy;
-  o.elastic_fraction = 1.0;
-  o.min_gpus = 4;
-  o.planner_bands = small_bands();
+  const SimOptions o = all_elastic_from_4_gpus(Policy::greedy);
   const auto r = simulate(trace, cluster, o);
   ASSERT_TRUE(r.invariant_violations.empty()) << r.invariant_violations.front();
   EXPECT_EQ(job(r, "E").gpu_type, "A100-80");
