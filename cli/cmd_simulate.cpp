@@ -1,0 +1,232 @@
+// `flotilla simulate`: replay a job trace on a cluster under a scaling policy (the trace
+// simulator shell around flotilla::scaler). See docs/simulator.md.
+#include <chrono>
+#include <map>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "scaler/sim_sweep.h"
+#include "scaler/simulator.h"
+#include "scaler/trace_loader.h"
+
+namespace {
+
+using namespace flotilla::scaler;
+
+const char* kUsage =
+    "usage: flotilla simulate --trace FILE [--cluster FILE|auto[:LOAD]]\n"
+    "         [--policy static|greedy|elasticflow|flextrain] [--elastic-fraction F] [--seed N]\n"
+    "         [--consistency strict|relaxed] [--min-gpus N] [--p-th P] [--window-h H]\n"
+    "         [--cap-factor K] [--lose-node T:INDEX]... [--join-node T:INDEX]... [--json]\n"
+    "         [--models auto|table2|planner] [--plot out.png]\n"
+    "  --trace     ElasticFlow CSV (job_id,submission_time,duration,num_gpu) or Alibaba GPU v2023\n"
+    "              pod list\n"
+    "  --cluster   YAML `nodes: [{count, gpus, gpu_type, zone}]`, the Alibaba node list CSV, or\n"
+    "              auto[:LOAD] (8-GPU nodes: mean demand / LOAD, default 0.6, and >= 2x the\n"
+    "              largest job)\n"
+    "  --models    elastic jobs' models: table2 (FlexTrain Table 2, type-agnostic tables) or\n"
+    "              planner (dense presets, one scale table per GPU type from the planner's time and\n"
+    "              memory model); auto = planner on a cluster with several GPU types\n"
+    "  --plot      also runs all four policies at 10/20/40/60 % elastic and writes a figure like\n"
+    "              FlexTrain Fig. 11 (needs gnuplot)\n";
+
+bool parse_number(const std::string& s, double& out) {
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return !s.empty() && end && *end == '\0';
+}
+
+bool parse_node_event(const std::string& s, bool join, NodeEvent& e) {
+  const auto colon = s.find(':');
+  double t = 0, idx = 0;
+  if (colon == std::string::npos || !parse_number(s.substr(0, colon), t) ||
+      !parse_number(s.substr(colon + 1), idx) || idx < 0)
+    return false;
+  e = {t, static_cast<int>(idx), join};
+  return true;
+}
+
+nlohmann::json metrics_json(const SimMetrics& m) {
+  return {{"jobs", m.jobs},
+          {"elastic_jobs", m.elastic_jobs},
+          {"skipped_jobs", m.skipped_jobs},
+          {"unfinished_jobs", m.unfinished_jobs},
+          {"elastic_jct_mean_s", m.elastic_jct_mean_s},
+          {"elastic_jct_p50_s", m.elastic_jct_p50_s},
+          {"elastic_jct_p99_s", m.elastic_jct_p99_s},
+          {"nonelastic_queue_mean_s", m.nonelastic_queue_mean_s},
+          {"nonelastic_queue_p50_s", m.nonelastic_queue_p50_s},
+          {"nonelastic_queue_p99_s", m.nonelastic_queue_p99_s},
+          {"gpu_utilization", m.gpu_utilization},
+          {"scaling_events", m.scaling_events},
+          {"scale_ups", m.scale_ups},
+          {"preemption_shrinks", m.preemption_shrinks},
+          {"preemptions_aborted", m.preemptions_aborted},
+          {"node_loss_shrinks", m.node_loss_shrinks},
+          {"requeues", m.requeues},
+          {"benefit_checks_passed", m.benefit_checks_passed},
+          {"benefit_checks_refused", m.benefit_checks_refused},
+          {"overhead_gpu_hours", m.overhead_gpu_hours},
+          {"makespan_s", m.makespan_s}};
+}
+
+int run(const std::vector<std::string>& args) {
+  std::string trace_path, cluster_spec = "auto", plot_path;
+  bool json = false;
+  SimOptions opt;
+  auto bad = [](const std::string& msg) {
+    std::fprintf(stderr, "flotilla simulate: %s\n", msg.c_str());
+    return 2;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (a == "--json") {
+      json = true;
+      continue;
+    }
+    if (i + 1 >= args.size()) return bad(a + " needs a value (see --help)");
+    const std::string v = args[++i];
+    double x = 0;
+    if (a == "--trace") trace_path = v;
+    else if (a == "--cluster") cluster_spec = v;
+    else if (a == "--plot") plot_path = v;
+    else if (a == "--policy") {
+      const auto p = parse_policy(v);
+      if (!p) return bad("unknown policy '" + v + "': use static, greedy, elasticflow or flextrain");
+      opt.policy = *p;
+    } else if (a == "--elastic-fraction") {
+      if (!parse_number(v, x) || x < 0 || x > 1)
+        return bad("--elastic-fraction must be a number in [0, 1], got '" + v + "'");
+      opt.elastic_fraction = x;
+    } else if (a == "--seed") {
+      if (!parse_number(v, x) || x < 0) return bad("--seed must be a non-negative integer");
+      opt.seed = static_cast<std::uint64_t>(x);
+    } else if (a == "--consistency") {
+      if (v != "strict" && v != "relaxed") return bad("--consistency is strict or relaxed");
+      opt.table.consistency = v == "strict" ? Consistency::strict : Consistency::relaxed;
+    } else if (a == "--min-gpus") {
+      if (!parse_number(v, x) || x < 1) return bad("--min-gpus must be >= 1");
+      opt.min_gpus = static_cast<int>(x);
+    } else if (a == "--p-th") {
+      if (!parse_number(v, x) || x <= 0 || x >= 1) return bad("--p-th must be in (0, 1)");
+      opt.benefit.threshold_probability = x;
+    } else if (a == "--window-h") {
+      if (!parse_number(v, x) || x <= 0) return bad("--window-h must be > 0 hours");
+      opt.window_s = x * 3600;
+    } else if (a == "--cap-factor") {
+      if (!parse_number(v, x) || x < 1) return bad("--cap-factor must be >= 1");
+      opt.table.cap_factor = x;
+    } else if (a == "--models") {
+      const auto m = parse_job_model_source(v);
+      if (!m) return bad("--models is auto, table2 or planner, got '" + v + "'");
+      opt.job_models = *m;
+    } else if (a == "--lose-node" || a == "--join-node") {
+      NodeEvent e;
+      if (!parse_node_event(v, a == "--join-node", e))
+        return bad(a + " takes TIME_S:NODE_INDEX, got '" + v + "'");
+      opt.node_events.push_back(e);
+    } else {
+      return bad("unknown option '" + a + "' (see --help)");
+    }
+  }
+  if (trace_path.empty()) return bad("--trace FILE is required (see --help)");
+  const auto trace = load_trace(trace_path);
+  if (!trace.error.empty()) return bad(trace.error), 1;
+  if (trace.jobs.empty()) return bad("trace " + trace_path + " has no GPU jobs"), 1;
+  std::vector<SimNode> nodes;
+  if (cluster_spec.rfind("auto", 0) == 0) {
+    double load = 0.6;
+    if (cluster_spec.size() > 5 && (!parse_number(cluster_spec.substr(5), load) || load <= 0))
+      return bad("--cluster auto:LOAD needs LOAD > 0, got '" + cluster_spec + "'");
+    nodes = auto_cluster(trace.jobs, load);
+  } else {
+    auto c = load_cluster(cluster_spec);
+    if (!c.error.empty()) return bad(c.error), 1;
+    nodes = std::move(c.nodes);
+  }
+  for (const auto& e : opt.node_events)
+    if (e.node >= static_cast<int>(nodes.size()))
+      return bad("node index " + std::to_string(e.node) + " out of range: the cluster has " +
+                 std::to_string(nodes.size()) + " nodes");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = simulate(trace.jobs, nodes, opt);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int gpus = 0;
+  std::map<std::string, std::pair<int, int>> by_type;  // type -> (GPUs, jobs that ran on it)
+  for (const auto& n : nodes) {
+    gpus += n.gpus;
+    by_type[n.gpu_type].first += n.gpus;
+  }
+  for (const auto& j : r.jobs) by_type[j.gpu_type].second += 1;
+  nlohmann::json types_json = nlohmann::json::object();
+  for (const auto& [type, v] : by_type) types_json[type] = {{"gpus", v.first}, {"jobs", v.second}};
+
+  if (json) {
+    nlohmann::json j = {{"trace", trace_path},
+                        {"policy", policy_name(opt.policy)},
+                        {"elastic_fraction", opt.elastic_fraction},
+                        {"seed", opt.seed},
+                        {"consistency", opt.table.consistency == Consistency::strict ? "strict" : "relaxed"},
+                        {"cluster_nodes", nodes.size()},
+                        {"cluster_gpus", gpus},
+                        {"gpu_types", types_json},
+                        {"simulation_wall_s", wall_s},
+                        {"metrics", metrics_json(r.metrics)},
+                        {"sample_decisions", r.sample_decisions},
+                        {"invariant_violations", r.invariant_violations}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    const auto& m = r.metrics;
+    std::printf("trace %s: %d jobs (%d skipped: larger than every GPU type they may use), cluster %zu nodes / %d GPUs\n",
+                trace_path.c_str(), m.jobs, m.skipped_jobs, nodes.size(), gpus);
+    if (by_type.size() > 1) {
+      std::printf("  GPU types (GPUs / jobs run):");
+      for (const auto& [type, v] : by_type) std::printf(" %s %d/%d", type.c_str(), v.first, v.second);
+      std::printf("\n");
+    }
+    std::printf("policy %s, elastic fraction %.2f (of jobs >= %d GPUs), seed %llu, %s consistency\n",
+                policy_name(opt.policy), opt.elastic_fraction, opt.min_gpus,
+                static_cast<unsigned long long>(opt.seed),
+                opt.table.consistency == Consistency::strict ? "strict (PP-only)" : "relaxed (DP+PP)");
+    std::printf("  elastic jobs            %d\n", m.elastic_jobs);
+    std::printf("  elastic JCT             mean %.0f s  p50 %.0f s  p99 %.0f s\n", m.elastic_jct_mean_s,
+                m.elastic_jct_p50_s, m.elastic_jct_p99_s);
+    std::printf("  non-elastic queue time  mean %.0f s  p50 %.0f s  p99 %.0f s\n",
+                m.nonelastic_queue_mean_s, m.nonelastic_queue_p50_s, m.nonelastic_queue_p99_s);
+    std::printf("  GPU utilization         %.3f\n", m.gpu_utilization);
+    std::printf("  scaling events          %d (%d up, %d preemption shrinks, %d node-loss shrinks; "
+                "%d preemptions aborted, %d requeues)\n",
+                m.scaling_events, m.scale_ups, m.preemption_shrinks, m.node_loss_shrinks,
+                m.preemptions_aborted, m.requeues);
+    if (opt.policy == Policy::flextrain)
+      std::printf("  benefit checks          %d passed, %d refused\n", m.benefit_checks_passed,
+                  m.benefit_checks_refused);
+    std::printf("  GPU-hours lost to overhead %.1f\n", m.overhead_gpu_hours);
+    std::printf("  simulated in %.3f s\n", wall_s);
+    for (const auto& v : r.invariant_violations) std::printf("  INVARIANT VIOLATION: %s\n", v.c_str());
+  }
+  if (!plot_path.empty()) {
+    auto sweep = run_fig11_sweep(trace.jobs, nodes, opt, {0.1, 0.2, 0.4, 0.6});
+    sweep.label = trace_path.substr(trace_path.find_last_of('/') + 1);
+    if (!json) print_sweep(sweep, stdout);
+    const auto err = plot_sweep(sweep, plot_path);
+    if (!err.empty()) return bad(err), 1;
+    if (!json) std::printf("figure written to %s\n", plot_path.c_str());
+  }
+  return r.invariant_violations.empty() ? 0 : 1;
+}
+
+const flotilla::cli::CommandRegistrar simulate_command{
+    {"simulate", "replay a job trace on a cluster under a scaling policy", run}};
+
+}  // namespace

@@ -1,0 +1,54 @@
+// One elastic job's scaling decision from a snapshot: the single call the operator's reconcile
+// makes (DESIGN.md data flow: scaler.decide(job, scale table, arrivals λ) → keep / up / down).
+//
+// Order of precedence:
+//   1. lost GPUs (gpus_alive < current): shrink to the best feasible entry on what is alive,
+//      PP first under strict consistency (shrink_after_node_loss); none fits → requeue;
+//   2. somebody waits (queue_empty = false): keep (scale-down for waiting jobs is a cluster-wide
+//      decision, plan_preemption, taken by the caller across all jobs);
+//   3. free GPUs: choose_scale_up + benefit check with T_overhead from the measured restart time
+//      when known, else the checkpoint/bandwidth estimate (restart_overhead.h).
+// Guarantees: pure; the Decision says why in one line and carries the benefit check's inputs
+//   (λ, S, T_overhead, probability) whenever a scale-up was considered.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "scaler/benefit_check.h"
+#include "scaler/restart_overhead.h"
+#include "scaler/scale_table.h"
+
+namespace flotilla::scaler {
+
+struct JobSnapshot {
+  int current_gpus = 0;
+  int gpus_alive = -1;      // GPUs of its allocation still healthy; -1 = all of them
+  int free_gpus = 0;        // idle GPUs it could take
+  bool queue_empty = true;  // no job waiting for GPUs
+  double arrival_rate_per_s = 0;  // λ from ArrivalRateEstimator
+  double checkpoint_bytes = 0;
+  std::optional<double> measured_restart_s;
+};
+
+struct DecideParams {
+  BenefitCheckParams benefit;
+  RestartOverheadParams overhead;
+  bool use_benefit_check = true;
+};
+
+enum class ScaleAction { keep, scale_up, shrink, requeue };
+const char* to_string(ScaleAction a);
+
+struct Decision {
+  ScaleAction action = ScaleAction::keep;
+  int target_gpus = 0;
+  std::optional<ScaleEntry> target;      // the layout to run next (scale_up, shrink)
+  std::optional<BenefitDecision> benefit;  // set when a scale-up was considered
+  double overhead_s = 0;
+  std::string reason;                    // one line for status, events and metrics
+};
+
+Decision decide(const ScaleTable& table, const JobSnapshot& job, const DecideParams& params = {});
+
+}  // namespace flotilla::scaler

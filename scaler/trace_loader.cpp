@@ -1,0 +1,194 @@
+#include "scaler/trace_loader.h"
+
+#include "planner/cluster.h"
+#include "planner/gpu_catalog.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace flotilla::scaler {
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::stringstream ss(line);
+  while (std::getline(ss, cell, ',')) {
+    if (!cell.empty() && cell.back() == '\r') cell.pop_back();
+    out.push_back(cell);
+  }
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+bool to_double(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end && *end == '\0' && std::isfinite(v);
+}
+
+int column(const std::vector<std::string>& header, const std::string& name) {
+  auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+}
+
+}  // namespace
+
+TraceLoad load_trace(const std::string& path) {
+  TraceLoad out;
+  std::ifstream in(path);
+  if (!in) {
+    out.error = "cannot read trace " + path + ": check the path (--trace FILE)";
+    return out;
+  }
+  std::string line;
+  if (!std::getline(in, line)) {
+    out.error = "trace " + path + " is empty: expected a CSV header";
+    return out;
+  }
+  const auto header = split_csv(line);
+  const bool elasticflow = column(header, "submission_time") >= 0;
+  const bool alibaba = column(header, "creation_time") >= 0;
+  if (!elasticflow && !alibaba && column(header, "num_gpu") >= 0 && column(header, "name") >= 0) {
+    out.error = "trace " + path +
+                " lists pods without creation/deletion times, so it cannot be replayed; use an "
+                "Alibaba pod list with creation_time,deletion_time,scheduled_time "
+                "(e.g. openb_pod_list_default.csv)";
+    return out;
+  }
+  if (!elasticflow && !alibaba) {
+    out.error = "trace " + path +
+                ": unknown header; expected `job_id,submission_time,duration,num_gpu` "
+                "(ElasticFlow) or the Alibaba GPU v2023 pod list";
+    return out;
+  }
+  const int c_id = elasticflow ? column(header, "job_id") : column(header, "name");
+  const int c_gpu = column(header, "num_gpu");
+  const int c_submit = elasticflow ? column(header, "submission_time") : column(header, "creation_time");
+  const int c_dur = column(header, "duration");
+  const int c_del = column(header, "deletion_time");
+  const int c_sched = column(header, "scheduled_time");
+  const int c_spec = column(header, "gpu_spec");  // Alibaba: allowed GPU models, '|'-separated
+  if (c_id < 0 || c_gpu < 0 || c_submit < 0 || (elasticflow && c_dur < 0) ||
+      (alibaba && (c_del < 0 || c_sched < 0))) {
+    out.error = "trace " + path + ": header lacks a required column";
+    return out;
+  }
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line == "\r") continue;
+    const auto cells = split_csv(line);
+    auto cell = [&](int c) { return c < static_cast<int>(cells.size()) ? cells[c] : std::string(); };
+    double gpus = 0, submit = 0, dur = 0;
+    if (!to_double(cell(c_gpu), gpus) || !to_double(cell(c_submit), submit)) {
+      out.error = "trace " + path + " line " + std::to_string(line_no) +
+                  ": num_gpu and the submission time must be numbers";
+      return out;
+    }
+    if (elasticflow) {
+      if (!to_double(cell(c_dur), dur) || dur < 0 || gpus < 0) {
+        out.error = "trace " + path + " line " + std::to_string(line_no) +
+                    ": duration must be a number >= 0 and num_gpu >= 0";
+        return out;
+      }
+    } else {
+      double del = 0, sched = 0;
+      if (!to_double(cell(c_del), del)) {
+        ++out.skipped_rows;  // still running at the end of the trace
+        continue;
+      }
+      if (!to_double(cell(c_sched), sched) || sched <= 0) sched = submit;
+      dur = del - sched;
+      if (dur < 0) {
+        ++out.skipped_rows;
+        continue;
+      }
+    }
+    if (gpus < 1) {
+      ++out.skipped_rows;
+      continue;
+    }
+    TraceJob job{cell(c_id), submit, dur, static_cast<int>(gpus), {}};
+    if (c_spec >= 0) {
+      std::stringstream spec(cell(c_spec));
+      for (std::string type; std::getline(spec, type, '|');)
+        if (!type.empty()) job.gpu_types.push_back(type);
+    }
+    out.jobs.push_back(std::move(job));
+  }
+  std::stable_sort(out.jobs.begin(), out.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
+  return out;
+}
+
+ClusterLoad load_cluster(const std::string& path) {
+  ClusterLoad out;
+  std::ifstream in(path);
+  if (!in) {
+    out.error = "cannot read cluster " + path + ": check the path (--cluster FILE)";
+    return out;
+  }
+  std::string first;
+  std::getline(in, first);
+  if (first.rfind("sn,", 0) == 0) {  // Alibaba node list
+    const auto header = split_csv(first);
+    const int c_sn = column(header, "sn"), c_gpu = column(header, "gpu"),
+              c_model = column(header, "model");
+    if (c_gpu < 0) {
+      out.error = "cluster " + path + ": node list header lacks a `gpu` column";
+      return out;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto cells = split_csv(line);
+      double g = 0;
+      if (c_gpu >= static_cast<int>(cells.size()) || !to_double(cells[c_gpu], g) || g < 1) continue;
+      SimNode n;
+      n.name = c_sn >= 0 ? cells[c_sn] : "";
+      n.gpu_type = c_model >= 0 && c_model < static_cast<int>(cells.size()) ? cells[c_model] : "";
+      n.zone = "alibaba";
+      n.gpus = static_cast<int>(g);
+      out.nodes.push_back(n);
+    }
+  } else {
+    // The planner's cluster.yaml (planner/cluster.h), so one file serves `plan` and `simulate`.
+    std::stringstream text;
+    text << first << '\n' << in.rdbuf();
+    const auto catalog = planner::builtin_gpu_catalog();
+    const auto spec = planner::parse_cluster(text.str(), catalog);
+    if (!spec.ok()) {
+      out.error = "cluster " + path + ": " + spec.error();
+      return out;
+    }
+    for (const auto& n : spec->nodes) out.nodes.push_back({n.name, n.gpu_type, n.zone, n.gpus});
+  }
+  if (out.nodes.empty()) out.error = "cluster " + path + " has no GPU nodes";
+  return out;
+}
+
+std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double target_load,
+                                  int gpus_per_node) {
+  double gpu_s = 0, first = INFINITY, last = -INFINITY;
+  int largest = 1;
+  for (const auto& j : jobs) {
+    gpu_s += j.gpus * j.duration_s;
+    first = std::min(first, j.submit_s);
+    last = std::max(last, j.submit_s);
+    largest = std::max(largest, j.gpus);
+  }
+  const double span = last > first ? last - first : 1.0;
+  const double mean_demand = gpu_s / span;
+  // Twice the largest job, so one large job cannot block the whole cluster by itself.
+  const int gpus = std::max(2 * largest, static_cast<int>(std::ceil(mean_demand / target_load)));
+  const int n = std::max(1, (gpus + gpus_per_node - 1) / gpus_per_node);
+  std::vector<SimNode> nodes(n);
+  for (int i = 0; i < n; ++i) nodes[i] = {"auto-" + std::to_string(i), "H100-80", "a", gpus_per_node};
+  return nodes;
+}
+
+}  // namespace flotilla::scaler

@@ -1,0 +1,45 @@
+// Trace and cluster loading for the simulator shell (this file does I/O; the core does not).
+//
+// Traces:
+//   ElasticFlow CSV  header `job_id,submission_time,duration,num_gpu` (seconds, GPUs).
+//   Alibaba GPU v2023 pod list  header starting `name,cpu_milli,...` with num_gpu,
+//     creation_time, deletion_time, scheduled_time: submit = creation_time, duration =
+//     deletion_time − scheduled_time (creation when unscheduled); pods with num_gpu = 0 (CPU or
+//     fractional-GPU sharing pods) and pods without a deletion time are skipped; gpu_spec
+//     (e.g. `V100M16|V100M32`) becomes TraceJob::gpu_types, the types the pod may run on.
+// Clusters:
+//   YAML   the planner's cluster.yaml (planner/cluster.h): `nodes: [{name, gpu, count, zone}]`
+//          (count = GPUs on that node) and/or `pools: [{gpu, nodes, gpus_per_node, zone}]`.
+//   Alibaba node list CSV `sn,cpu_milli,memory_mib,gpu,model`; nodes with 0 GPUs are dropped.
+//   `auto:<trace>` is resolved by the caller with auto_cluster().
+// Guarantees: never throws; errors come back as one line naming the file, the line and the fix.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scaler/simulator.h"
+
+namespace flotilla::scaler {
+
+struct TraceLoad {
+  std::vector<TraceJob> jobs;
+  int skipped_rows = 0;
+  std::string error;
+};
+
+struct ClusterLoad {
+  std::vector<SimNode> nodes;
+  std::string error;
+};
+
+TraceLoad load_trace(const std::string& path);
+ClusterLoad load_cluster(const std::string& path);
+
+// The default cluster for a trace with no cluster given (documented in docs/simulator.md):
+// 8-GPU nodes, enough for the trace's mean GPU demand at `target_load` (GPU-seconds of work per
+// second of submission span / target_load), and at least twice its largest job.
+std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double target_load = 0.6,
+                                  int gpus_per_node = 8);
+
+}  // namespace flotilla::scaler

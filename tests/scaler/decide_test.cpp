@@ -1,0 +1,79 @@
+// decide(): the operator's one call, on a hand-written table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "scaler/decide.h"
+
+using namespace flotilla::scaler;
+
+namespace {
+ScaleTable table() {
+  ScaleTable t;
+  t.initial = {1, 2, 1, 8};
+  t.cap_gpus = 32;
+  for (auto [g, s] : std::vector<std::pair<int, double>>{{8, 0.55}, {16, 1.0}, {24, 1.4}, {32, 1.8}}) {
+    ScaleEntry e;
+    e.gpus = g;
+    e.config = {1, g / 8, 1, 8};
+    e.speedup = s;
+    e.modeled_speedup = s;
+    t.entries.push_back(e);
+  }
+  return t;
+}
+}  // namespace
+
+TEST(ScalerDecide, ScalesUpWithTheMeasuredRestartTime) {
+  const auto t = table();
+  JobSnapshot j;
+  j.current_gpus = 16;
+  j.free_gpus = 20;
+  j.arrival_rate_per_s = 1.0 / 3600;
+  j.measured_restart_s = 120;
+  const auto d = decide(t, j);
+  // 16 -> 32: S = 1.8, S/(S-1) = 2.25, 2.25 * 120 / 3600 = 0.075 < 0.51.
+  EXPECT_EQ(d.action, ScaleAction::scale_up);
+  EXPECT_EQ(d.target_gpus, 32);
+  EXPECT_EQ(d.target->config.pp, 4);
+  ASSERT_TRUE(d.benefit);
+  EXPECT_NEAR(d.benefit->probability, std::exp(-0.075), 1e-12);
+  EXPECT_DOUBLE_EQ(d.overhead_s, 120);
+  EXPECT_NE(d.reason.find("lambda_per_h=1"), std::string::npos) << d.reason;
+}
+
+TEST(ScalerDecide, BenefitCheckCanRefuse) {
+  const auto t = table();
+  JobSnapshot j;
+  j.current_gpus = 24;
+  j.free_gpus = 8;
+  j.arrival_rate_per_s = 1.0 / 600;
+  j.measured_restart_s = 120;
+  // 24 -> 32: S = 1.8/1.4 = 1.2857, S/(S-1) = 4.5, 4.5 * 120 / 600 = 0.9 > 0.51.
+  const auto d = decide(t, j);
+  EXPECT_EQ(d.action, ScaleAction::keep);
+  ASSERT_TRUE(d.benefit);
+  EXPECT_NEAR(d.benefit->probability, std::exp(-0.9), 1e-12);
+  DecideParams greedy;
+  greedy.use_benefit_check = false;
+  EXPECT_EQ(decide(t, j, greedy).action, ScaleAction::scale_up);
+}
+
+TEST(ScalerDecide, KeepsWhileJobsWaitAndShrinksOrRequeuesOnLoss) {
+  const auto t = table();
+  JobSnapshot j;
+  j.current_gpus = 24;
+  j.free_gpus = 8;
+  j.queue_empty = false;
+  EXPECT_EQ(decide(t, j).action, ScaleAction::keep);
+  j.gpus_alive = 17;  // a node of 8 gone (and one more GPU): PP 2 on 16
+  auto d = decide(t, j);
+  EXPECT_EQ(d.action, ScaleAction::shrink);
+  EXPECT_EQ(d.target_gpus, 16);
+  EXPECT_EQ(d.target->config.dp, 1);
+  EXPECT_EQ(d.target->config.pp, 2);
+  j.gpus_alive = 5;
+  d = decide(t, j);
+  EXPECT_EQ(d.action, ScaleAction::requeue);
+  EXPECT_STREQ(to_string(d.action), "requeue");
+}
