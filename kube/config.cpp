@@ -56,12 +56,15 @@ static std::string trim(std::string s) {
 namespace {
 
 // Finds the entry named `name` in a kubeconfig list such as clusters: [{name, cluster: {...}}].
-YAML::Node find_named(const YAML::Node& list, const std::string& name, const char* inner) {
-  if (!list || !list.IsSequence()) return YAML::Node();
+std::optional<YAML::Node> find_named(const YAML::Node& list, const std::string& name,
+                                     const char* inner) {
+  if (!list || !list.IsSequence()) return std::nullopt;
   for (const auto& entry : list) {
-    if (entry["name"] && entry["name"].as<std::string>() == name) return entry[inner];
+    if (entry.IsMap() && entry["name"] && entry["name"].IsScalar() &&
+        entry["name"].as<std::string>() == name)
+      return entry[inner] ? entry[inner] : YAML::Node(YAML::NodeType::Map);
   }
-  return YAML::Node();
+  return std::nullopt;
 }
 
 std::string str(const YAML::Node& node, const char* key) {
@@ -102,16 +105,18 @@ Result<Config> parse_kubeconfig(const std::string& yaml_text, const std::string&
     cfg.context = context.empty() ? str(root, "current-context") : context;
     if (cfg.context.empty())
       return config_error("kubeconfig has no current-context; pass a context name");
-    YAML::Node ctx = find_named(root["contexts"], cfg.context, "context");
-    if (!ctx) return config_error("kubeconfig has no context named \"" + cfg.context + "\"");
+    auto ctx_entry = find_named(root["contexts"], cfg.context, "context");
+    if (!ctx_entry) return config_error("kubeconfig has no context named \"" + cfg.context + "\"");
+    const YAML::Node ctx = *ctx_entry;
     const std::string cluster_name = str(ctx, "cluster");
     const std::string user_name = str(ctx, "user");
     if (auto ns = str(ctx, "namespace"); !ns.empty()) cfg.namespace_name = ns;
 
-    YAML::Node cluster = find_named(root["clusters"], cluster_name, "cluster");
-    if (!cluster)
+    auto cluster_entry = find_named(root["clusters"], cluster_name, "cluster");
+    if (!cluster_entry)
       return config_error("kubeconfig context \"" + cfg.context + "\" names cluster \"" +
                           cluster_name + "\", which is not in clusters");
+    const YAML::Node cluster = *cluster_entry;
     cfg.server = str(cluster, "server");
     if (cfg.server.empty())
       return config_error("kubeconfig cluster \"" + cluster_name + "\" has no server");
@@ -124,10 +129,11 @@ Result<Config> parse_kubeconfig(const std::string& yaml_text, const std::string&
     cfg.ca_pem = *ca;
 
     if (!user_name.empty()) {
-      YAML::Node user = find_named(root["users"], user_name, "user");
-      if (!user)
+      auto user_entry = find_named(root["users"], user_name, "user");
+      if (!user_entry)
         return config_error("kubeconfig context \"" + cfg.context + "\" names user \"" +
                             user_name + "\", which is not in users");
+      const YAML::Node user = *user_entry;
       const std::string who = "user \"" + user_name + "\"";
       auto cert = pem_from(user, "client-certificate-data", "client-certificate", base, who);
       if (!cert) return cert.error();
