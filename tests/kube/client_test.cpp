@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/client.h"
+#include "kube/controller.h"
 #include "kube/event_recorder.h"
 #include "kube/reflector.h"
 #include "kube/retry.h"
@@ -428,6 +429,57 @@ TEST_F(DevclusterTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKille
   EXPECT_NE(follower->output().find("STOPPED " + follower_id), std::string::npos);
   auto released = client_->get(resources::leases, "default", "flotilla-test").value();
   EXPECT_EQ(released["spec"].value("holderIdentity", ""), "");
+}
+
+// A small real controller: every ConfigMap labelled role=source gets an owned "<name>-mirror"
+// ConfigMap with the same data. Exercises reflectors, the work queue, owner mapping and
+// level-based reconcile end to end.
+TEST_F(DevclusterTest, ControllerKeepsOwnedObjectsInStep) {
+  auto reconcile = [&](const std::string& key, const ReconcileContext& ctx) -> Result<Action> {
+    auto source = ctx.primary.get(key);
+    if (!source) return Action::await_change();  // deleted: garbage collection removes the mirror
+    const std::string name = object_name(*source) + "-mirror";
+    Json data = source->value("data", Json::object());
+    auto mirror = ctx.owned[0].get("default", name);
+    if (!mirror) {
+      Json m = configmap(name, data);
+      m["metadata"]["labels"] = {{"role", "mirror"}};
+      m["metadata"]["ownerReferences"] = Json::array({{{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+          {"name", object_name(*source)}, {"uid", object_uid(*source)}, {"controller", true}}});
+      auto made = client_->create(resources::configmaps, "default", m);
+      if (!made && !made.is(ErrorKind::AlreadyExists)) return made.error();
+    } else if (mirror->value("data", Json::object()) != data) {
+      Json m = *mirror;
+      m["data"] = data;
+      auto updated = client_->update(resources::configmaps, "default", m);
+      if (!updated) return updated.error();  // Conflict: the cache was stale; retried
+    }
+    return Action::await_change();
+  };
+  WatcherOptions sources, mirrors;
+  sources.label_selector = "role=source";
+  mirrors.label_selector = "role=mirror";
+  Controller controller(client_, resources::configmaps, "default", reconcile);
+  controller.with_watcher_options(sources).owns(resources::configmaps, mirrors).with_workers(2);
+  std::jthread runner([&](std::stop_token stop) { controller.run(stop); });
+
+  auto mirror_data = [&](const std::string& key) -> std::string {
+    auto m = client_->get(resources::configmaps, "default", "s1-mirror");
+    if (!m) return "";
+    return m->value("data", Json::object()).value(key, "");
+  };
+  Json s1 = configmap("s1", {{"a", "1"}});
+  s1["metadata"]["labels"] = {{"role", "source"}};
+  ASSERT_TRUE(client_->create(resources::configmaps, "default", s1));
+  EXPECT_TRUE(eventually([&] { return mirror_data("a") == "1"; }));
+  ASSERT_TRUE(client_->patch(resources::configmaps, "default", "s1", PatchType::Merge, {{"data", {{"a", "2"}}}}));
+  EXPECT_TRUE(eventually([&] { return mirror_data("a") == "2"; }));
+  // Deleting the owned object wakes its owner, which re-creates it.
+  ASSERT_TRUE(client_->remove(resources::configmaps, "default", "s1-mirror"));
+  EXPECT_TRUE(eventually([&] { return mirror_data("a") == "2"; }));
+  runner.request_stop();
+  runner.join();
+  EXPECT_GE(controller.reconciles(), 3);
 }
 
 }  // namespace
