@@ -352,12 +352,15 @@ TEST_F(DevclusterTest, ExpiredResourceVersionTriggersRelist) {
   rec.release();
 
   auto reader = reflector.reader();
-  ASSERT_TRUE(eventually([&] { return reflector.stats().lists_completed >= 2; }, 20s))
-      << "no re-list; relists_on_gone=" << reflector.stats().relists_on_gone;
+  // The re-list is the truth: x1, x2 present; "doomed" gone although no DELETE was delivered.
+  const std::vector<std::string> expected = {"default/before", "default/x1", "default/x2"};
+  ASSERT_TRUE(eventually([&] { return rec.count(WatcherEventKind::InitDone) >= 2 && reader.keys() == expected; }, 20s))
+      << "no re-list; relists_on_gone=" << reflector.stats().relists_on_gone
+      << " keys=" << ::testing::PrintToString(reader.keys());
   EXPECT_GE(reflector.stats().relists_on_gone, 1);
   EXPECT_EQ(rec.count(WatcherEventKind::Init), 2);
-  // The re-list is the truth: x1, x2 present; "doomed" gone although no DELETE was delivered.
-  EXPECT_EQ(reader.keys(), (std::vector<std::string>{"default/before", "default/x1", "default/x2"}));
+  for (const auto& change : rec.changes())
+    EXPECT_EQ(change.find("DELETE doomed"), std::string::npos) << "the deletion was compacted away";
   // And the watch continues after the re-list.
   ASSERT_TRUE(client->create(resources::configmaps, "default", configmap("after")));
   EXPECT_TRUE(eventually([&] { return reader.get("default/after").has_value(); }));
@@ -379,7 +382,9 @@ TEST_F(DevclusterTest, EventRecorderAggregatesRepeatsOnTheServer) {
   EXPECT_EQ((*stored)["involvedObject"]["name"], "subject");
   EXPECT_EQ((*stored)["reason"], "Flapping");
   auto all = client_->list(resources::events, "default").value();
-  EXPECT_EQ(all["items"].size(), 1u) << "repeats must not create new Event objects";
+  int about_subject = 0;
+  for (const auto& e : all["items"]) about_subject += e["involvedObject"].value("name", "") == "subject";
+  EXPECT_EQ(about_subject, 1) << "repeats must not create new Event objects";
 }
 
 TEST_F(DevclusterTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKilled) {
@@ -416,7 +421,7 @@ TEST_F(DevclusterTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKille
   std::cerr << "failover after kill: " << failover.count() << " ms (lease " << kLeaseMs << " ms)\n";
   // The follower times the lease from when it last saw it change (<= one poll after the
   // leader's last renewal) and polls every retry period (+20% jitter).
-  EXPECT_LE(failover.count(), kLeaseMs + 2 * kRetryMs * 12 / 10 + 100);
+  EXPECT_LE(failover.count(), kLeaseMs + 2 * kRetryMs * 12 / 10 + 300);
   EXPECT_GE(failover.count(), kLeaseMs - kRetryMs * 12 / 10 - 100)
       << "took over before the lease could have expired";
 
