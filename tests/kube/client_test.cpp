@@ -21,7 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Devcluster;
 
-class DevclusterTest : public ::testing::Test {
+class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (testing::devcluster_binary().empty()) GTEST_SKIP() << "flotilla-devcluster is not built";
@@ -51,7 +51,7 @@ class DevclusterTest : public ::testing::Test {
   std::shared_ptr<Client> client_;
 };
 
-TEST_F(DevclusterTest, CrudPatchAndPaging) {
+TEST_F(KubeClientTest, CrudPatchAndPaging) {
   auto created = client_->create(resources::configmaps, "default",
                                  configmap("cm", {{"a", "1"}}));
   ASSERT_TRUE(created) << created.error().describe();
@@ -117,7 +117,7 @@ TEST_F(DevclusterTest, CrudPatchAndPaging) {
   EXPECT_TRUE(client_->get(resources::configmaps, "default", "cm").is(ErrorKind::NotFound));
 }
 
-TEST_F(DevclusterTest, BadRequestsGiveTypedErrors) {
+TEST_F(KubeClientTest, BadRequestsGiveTypedErrors) {
   EXPECT_TRUE(client_->get(resources::configmaps, "default", "missing").is(ErrorKind::NotFound));
   ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("dup")));
   auto dup = client_->create(resources::configmaps, "default", configmap("dup"));
@@ -161,7 +161,7 @@ TEST_F(DevclusterTest, BadRequestsGiveTypedErrors) {
   }
 }
 
-TEST_F(DevclusterTest, SchemaViolationIsInvalidWithCausesAndStatusIsASubresource) {
+TEST_F(KubeClientTest, SchemaViolationIsInvalidWithCausesAndStatusIsASubresource) {
   Json crd = {
       {"metadata", {{"name", "widgets.example.com"}}},
       {"spec",
@@ -211,7 +211,7 @@ TEST_F(DevclusterTest, SchemaViolationIsInvalidWithCausesAndStatusIsASubresource
   EXPECT_EQ((*status)["spec"]["replicas"], 2);
 }
 
-TEST_F(DevclusterTest, ConflictsAreRetriedUntilEveryIncrementLands) {
+TEST_F(KubeClientTest, ConflictsAreRetriedUntilEveryIncrementLands) {
   ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("counter", {{"n", "0"}})));
   constexpr int kThreads = 4, kIncrements = 10;
   std::atomic<int> conflicts{0};
@@ -288,7 +288,7 @@ struct Recorder {
   }
 };
 
-TEST_F(DevclusterTest, WatchResumesAcrossRestartWithoutMissingOrDuplicatingEvents) {
+TEST_F(KubeClientTest, WatchResumesAcrossRestartWithoutMissingOrDuplicatingEvents) {
   Recorder rec;
   rec.hold_on = "a3";
   WatcherOptions wo;
@@ -330,7 +330,7 @@ TEST_F(DevclusterTest, WatchResumesAcrossRestartWithoutMissingOrDuplicatingEvent
   EXPECT_EQ(reader.get("default/a1")->at("data").at("k"), "v");
 }
 
-TEST_F(DevclusterTest, ExpiredResourceVersionTriggersRelist) {
+TEST_F(KubeClientTest, ExpiredResourceVersionTriggersRelist) {
   Recorder rec;
   rec.hold_on = "before";
   WatcherOptions wo;
@@ -366,7 +366,7 @@ TEST_F(DevclusterTest, ExpiredResourceVersionTriggersRelist) {
   EXPECT_TRUE(eventually([&] { return reader.get("default/after").has_value(); }));
 }
 
-TEST_F(DevclusterTest, EventRecorderAggregatesRepeatsOnTheServer) {
+TEST_F(KubeClientTest, EventRecorderAggregatesRepeatsOnTheServer) {
   auto pod_like = client_->create(resources::configmaps, "default", configmap("subject")).value();
   EventRecorder recorder(client_, {"flotilla-test", "host-1"});
   std::string name;
@@ -387,7 +387,7 @@ TEST_F(DevclusterTest, EventRecorderAggregatesRepeatsOnTheServer) {
   EXPECT_EQ(about_subject, 1) << "repeats must not create new Event objects";
 }
 
-TEST_F(DevclusterTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKilled) {
+TEST_F(KubeClientTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKilled) {
   const std::string demo = std::string(FLOTILLA_BINARY_DIR) + "/tests/kube/kube_leader_demo";
   ASSERT_TRUE(std::filesystem::exists(demo)) << demo;
   constexpr int kLeaseMs = 2000, kRenewMs = 1500, kRetryMs = 200;
@@ -439,7 +439,7 @@ TEST_F(DevclusterTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKille
 // A small real controller: every ConfigMap labelled role=source gets an owned "<name>-mirror"
 // ConfigMap with the same data. Exercises reflectors, the work queue, owner mapping and
 // level-based reconcile end to end.
-TEST_F(DevclusterTest, ControllerKeepsOwnedObjectsInStep) {
+TEST_F(KubeClientTest, ControllerKeepsOwnedObjectsInStep) {
   auto reconcile = [&](const std::string& key, const ReconcileContext& ctx) -> Result<Action> {
     auto source = ctx.primary.get(key);
     if (!source) return Action::await_change();  // deleted: garbage collection removes the mirror

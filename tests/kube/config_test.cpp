@@ -68,7 +68,7 @@ contexts:
   context: {cluster: nowhere, user: token-user}
 )";
 
-TEST(Kubeconfig, CurrentContextWithInlineCaAndToken) {
+TEST(KubeConfigFile, CurrentContextWithInlineCaAndToken) {
   auto cfg = parse_kubeconfig(kKubeconfig, "/nonexistent");
   ASSERT_TRUE(cfg) << cfg.error().describe();
   EXPECT_EQ(cfg->context, "dev");
@@ -79,7 +79,7 @@ TEST(Kubeconfig, CurrentContextWithInlineCaAndToken) {
   EXPECT_FALSE(cfg->insecure_skip_tls_verify) << "TLS verification is on by default";
 }
 
-TEST(Kubeconfig, FilesResolveRelativeToTheKubeconfig) {
+TEST(KubeConfigFile, FilesResolveRelativeToTheKubeconfig) {
   TempDir dir;
   fs::create_directories(dir.path / "certs");
   dir.write("certs/ca.pem", "FILE-CA");
@@ -92,7 +92,7 @@ TEST(Kubeconfig, FilesResolveRelativeToTheKubeconfig) {
   EXPECT_EQ(cfg->namespace_name, "default");
 }
 
-TEST(Kubeconfig, ClientCertificatesAndInsecureFlag) {
+TEST(KubeConfigFile, ClientCertificatesAndInsecureFlag) {
   auto cfg = parse_kubeconfig(kKubeconfig, "", "certs");
   ASSERT_TRUE(cfg) << cfg.error().describe();
   EXPECT_EQ(cfg->client_cert_pem, "CERT");
@@ -101,7 +101,7 @@ TEST(Kubeconfig, ClientCertificatesAndInsecureFlag) {
   EXPECT_TRUE(cfg->ca_pem.empty());
 }
 
-TEST(Kubeconfig, ErrorsSayWhatIsMissing) {
+TEST(KubeConfigFile, ErrorsSayWhatIsMissing) {
   auto missing = parse_kubeconfig(kKubeconfig, "", "nope");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::Config);
@@ -124,7 +124,7 @@ TEST(Kubeconfig, ErrorsSayWhatIsMissing) {
   EXPECT_FALSE(load_kubeconfig("/nonexistent/config"));
 }
 
-TEST(InCluster, ReadsServiceAccountFiles) {
+TEST(KubeInCluster, ReadsServiceAccountFiles) {
   TempDir dir;
   dir.write("token", "sa-token\n");
   dir.write("ca.crt", "SA-CA");
@@ -142,7 +142,7 @@ TEST(InCluster, ReadsServiceAccountFiles) {
   EXPECT_EQ(in_cluster_config(env)->server, "https://[fd00::1]:443");
 }
 
-TEST(InCluster, MissingEnvironmentOrFilesIsAConfigError) {
+TEST(KubeInCluster, MissingEnvironmentOrFilesIsAConfigError) {
   TempDir dir;
   auto no_env = in_cluster_config(InClusterEnv{"", "", dir.path.string()});
   ASSERT_FALSE(no_env);
@@ -152,7 +152,7 @@ TEST(InCluster, MissingEnvironmentOrFilesIsAConfigError) {
   EXPECT_NE(no_token.error().message.find("token"), std::string::npos);
 }
 
-TEST(Base64, DecodesStandardAndUrlAlphabets) {
+TEST(KubeBase64, DecodesStandardAndUrlAlphabets) {
   EXPECT_EQ(base64_decode("aGVsbG8="), "hello");
   EXPECT_EQ(base64_decode("aGVs\nbG8"), "hello");
   EXPECT_EQ(base64_decode("-_8="), std::string("\xfb\xff", 2));

@@ -14,7 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(Errors, StatusBodiesMapToKinds) {
+TEST(KubeErrors, StatusBodiesMapToKinds) {
   auto invalid = error_from_response(422, R"({"kind":"Status","apiVersion":"v1","status":"Failure",
     "message":"TrainingJob \"x\" is invalid","reason":"Invalid","code":422,
     "details":{"causes":[{"reason":"FieldValueRequired","message":"Required value","field":"spec.model"}]}})");
@@ -42,7 +42,7 @@ TEST(Errors, StatusBodiesMapToKinds) {
   EXPECT_TRUE(transport_error("connection refused").transient());
 }
 
-TEST(Errors, ResultValueThrowsTheError) {
+TEST(KubeErrors, ResultValueThrowsTheError) {
   Result<int> bad = error_from_response(404, "");
   EXPECT_TRUE(bad.is(ErrorKind::NotFound));
   EXPECT_THROW(bad.value(), ApiException);
@@ -50,7 +50,7 @@ TEST(Errors, ResultValueThrowsTheError) {
   EXPECT_EQ(*good, 3);
 }
 
-TEST(Clock, Rfc3339RoundTrip) {
+TEST(KubeClock, Rfc3339RoundTrip) {
   ManualClock clock;
   EXPECT_EQ(format_rfc3339(clock.wall_now()), "2026-01-01T00:00:00Z");
   clock.advance(1500ms);
@@ -63,7 +63,7 @@ TEST(Clock, Rfc3339RoundTrip) {
   EXPECT_FALSE(parse_rfc3339("yesterday", parsed));
 }
 
-TEST(Clock, ManualSleepEndsOnAdvanceOrStop) {
+TEST(KubeClock, ManualSleepEndsOnAdvanceOrStop) {
   auto clock = std::make_shared<ManualClock>();
   std::stop_source stop;
   std::atomic<int> result{-1};
@@ -79,7 +79,7 @@ TEST(Clock, ManualSleepEndsOnAdvanceOrStop) {
   EXPECT_EQ(result.load(), 0);
 }
 
-TEST(Clock, RealSleepIsInterruptedByStop) {
+TEST(KubeClock, RealSleepIsInterruptedByStop) {
   std::stop_source stop;
   auto start = std::chrono::steady_clock::now();
   std::thread t([&] { std::this_thread::sleep_for(20ms); stop.request_stop(); });
@@ -88,7 +88,7 @@ TEST(Clock, RealSleepIsInterruptedByStop) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
-TEST(Backoff, DoublesToMaxWithoutJitter) {
+TEST(KubeBackoff, DoublesToMaxWithoutJitter) {
   Backoff b({100ms, 1000ms, 2.0, 0.0}, 1);
   std::vector<long> got;
   for (int i = 0; i < 6; ++i) got.push_back(b.next().count());
@@ -97,7 +97,7 @@ TEST(Backoff, DoublesToMaxWithoutJitter) {
   EXPECT_EQ(b.next().count(), 100);
 }
 
-TEST(Backoff, JitterStaysWithinItsBandAndDependsOnSeed) {
+TEST(KubeBackoff, JitterStaysWithinItsBandAndDependsOnSeed) {
   Backoff a({100ms, 100000ms, 2.0, 1.0}, 1), c({100ms, 100000ms, 2.0, 1.0}, 2);
   bool differ = false;
   long base = 100;
@@ -110,7 +110,7 @@ TEST(Backoff, JitterStaysWithinItsBandAndDependsOnSeed) {
   EXPECT_TRUE(differ);
 }
 
-TEST(Retry, RetriesConflictsOnlyAndStopsAfterSteps) {
+TEST(KubeRetry, RetriesConflictsOnlyAndStopsAfterSteps) {
   int calls = 0;
   auto r = retry_on_conflict([&]() -> Result<int> {
     return ++calls < 3 ? Result<int>(error_from_response(409, "")) : Result<int>(calls);
@@ -132,7 +132,7 @@ Json pod(const std::string& name) {
           {"metadata", {{"name", name}, {"namespace", "ns1"}, {"uid", "uid-" + name}}}};
 }
 
-TEST(EventCorrelator, RepeatsBecomeCountUpdatesOfTheFirstEvent) {
+TEST(KubeEventCorrelator, RepeatsBecomeCountUpdatesOfTheFirstEvent) {
   auto clock = std::make_shared<ManualClock>();
   EventCorrelator c({"flotilla-operator", "host-1"}, clock);
   auto first = c.correlate(pod("p"), "Warning", "BackOff", "restarting");
@@ -156,7 +156,7 @@ TEST(EventCorrelator, RepeatsBecomeCountUpdatesOfTheFirstEvent) {
   EXPECT_FALSE(c.correlate(pod("p"), "Warning", "BackOff", "other message").is_update);
 }
 
-TEST(EventCorrelator, ManySimilarMessagesAreCombined) {
+TEST(KubeEventCorrelator, ManySimilarMessagesAreCombined) {
   auto clock = std::make_shared<ManualClock>();
   EventCorrelator c({"op", "h"}, clock);
   for (int i = 0; i < 10; ++i) {
@@ -185,7 +185,7 @@ LeaderElectionConfig valid_config() {
   return c;
 }
 
-TEST(LeaderElection, TimingRulesFollowClientGo) {
+TEST(KubeLeaderElection, TimingRulesFollowClientGo) {
   auto c = valid_config();
   EXPECT_EQ(validate(c), "");  // 15 s > 10 s > 2 s * 1.2
   c.renew_deadline = 15s;
@@ -209,7 +209,7 @@ TEST(LeaderElection, TimingRulesFollowClientGo) {
   EXPECT_THROW(LeaderElector(nullptr, c), std::invalid_argument);
 }
 
-TEST(LeaderElection, LeaseDecisions) {
+TEST(KubeLeaderElection, LeaseDecisions) {
   ManualClock clock;
   const auto t0 = clock.now();
   const auto wall = clock.wall_now();

@@ -26,7 +26,7 @@ std::vector<WatcherEventKind> kinds(const WatcherStep& s) {
 
 using K = WatcherEventKind;
 
-TEST(WatcherMachine, StartsByListingThenWatchesFromTheListVersion) {
+TEST(KubeWatcherMachine, StartsByListingThenWatchesFromTheListVersion) {
   WatcherState s;
   EXPECT_EQ(next_command(s).kind, WatcherCommand::Kind::List);
   EXPECT_EQ(next_command(s).continue_token, "");
@@ -39,7 +39,7 @@ TEST(WatcherMachine, StartsByListingThenWatchesFromTheListVersion) {
   EXPECT_EQ(cmd.resource_version, "10");
 }
 
-TEST(WatcherMachine, PagedListFollowsContinueTokensAndEmitsInitOnce) {
+TEST(KubeWatcherMachine, PagedListFollowsContinueTokensAndEmitsInitOnce) {
   auto r1 = step({}, ListPage{{obj("a", "5")}, "10", "tok1"});
   EXPECT_EQ(kinds(r1), (std::vector<K>{K::Init, K::InitApply}));
   EXPECT_EQ(r1.state.phase, WatcherPhase::Listing);
@@ -50,7 +50,7 @@ TEST(WatcherMachine, PagedListFollowsContinueTokensAndEmitsInitOnce) {
   EXPECT_EQ(r2.state.resource_version, "10");
 }
 
-TEST(WatcherMachine, WatchEventsMoveTheResumePointAndBookmarksEmitNothing) {
+TEST(KubeWatcherMachine, WatchEventsMoveTheResumePointAndBookmarksEmitNothing) {
   WatcherState s{WatcherPhase::InitListed, "", "10"};
   auto r = step(s, ev(WatchEventType::Added, obj("c", "11")));
   EXPECT_EQ(kinds(r), (std::vector<K>{K::Apply}));
@@ -66,7 +66,7 @@ TEST(WatcherMachine, WatchEventsMoveTheResumePointAndBookmarksEmitNothing) {
   EXPECT_EQ(r.state.resource_version, "20");
 }
 
-TEST(WatcherMachine, DroppedStreamResumesFromLastVersionWithoutRelisting) {
+TEST(KubeWatcherMachine, DroppedStreamResumesFromLastVersionWithoutRelisting) {
   WatcherState s{WatcherPhase::Watching, "", "42"};
   auto r = step(s, WatchStreamEnded{});
   EXPECT_TRUE(r.events.empty());
@@ -77,7 +77,7 @@ TEST(WatcherMachine, DroppedStreamResumesFromLastVersionWithoutRelisting) {
   EXPECT_EQ(cmd.resource_version, "42");
 }
 
-TEST(WatcherMachine, GoneRelistsAtOnceFromEveryWatchingPhase) {
+TEST(KubeWatcherMachine, GoneRelistsAtOnceFromEveryWatchingPhase) {
   for (auto phase : {WatcherPhase::InitListed, WatcherPhase::Watching}) {
     WatcherState s{phase, "", "42"};
     auto by_event = step(s, status_event(410));
@@ -94,7 +94,7 @@ TEST(WatcherMachine, GoneRelistsAtOnceFromEveryWatchingPhase) {
   EXPECT_EQ(next_command(r.state).continue_token, "");
 }
 
-TEST(WatcherMachine, OtherFailuresKeepTheStateAndAskForBackoff) {
+TEST(KubeWatcherMachine, OtherFailuresKeepTheStateAndAskForBackoff) {
   auto transient = RequestFailed{transport_error("connection refused")};
   auto r = step({}, transient);
   EXPECT_TRUE(r.back_off);
@@ -110,7 +110,7 @@ TEST(WatcherMachine, OtherFailuresKeepTheStateAndAskForBackoff) {
   EXPECT_EQ(r.state.resource_version, "9");
 }
 
-TEST(WatcherMachine, StrayInputsAreIgnored) {
+TEST(KubeWatcherMachine, StrayInputsAreIgnored) {
   WatcherState watching{WatcherPhase::Watching, "", "9"};
   auto r = step(watching, ListPage{{obj("x", "1")}, "1", ""});
   EXPECT_TRUE(r.events.empty());
@@ -120,7 +120,7 @@ TEST(WatcherMachine, StrayInputsAreIgnored) {
   EXPECT_EQ(r.state.phase, WatcherPhase::Empty);
 }
 
-TEST(Store, RelistSwapsAtomicallyAndDropsObjectsDeletedMeanwhile) {
+TEST(KubeStore, RelistSwapsAtomicallyAndDropsObjectsDeletedMeanwhile) {
   Store store;
   auto reader = store.reader();
   EXPECT_FALSE(reader.has_synced());
@@ -146,7 +146,7 @@ TEST(Store, RelistSwapsAtomicallyAndDropsObjectsDeletedMeanwhile) {
   EXPECT_EQ(reader.resource_version(), "5");
 }
 
-TEST(Store, ClusterScopedKeysAreBareNames) {
+TEST(KubeStore, ClusterScopedKeysAreBareNames) {
   Store store;
   store.apply({K::Apply, {{"metadata", {{"name", "node-1"}}}}});
   EXPECT_TRUE(store.reader().get("node-1").has_value());

@@ -14,12 +14,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct QueueFixture : ::testing::Test {
+struct KubeWorkQueue : ::testing::Test {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
   WorkQueue q{clock, std::make_unique<ItemExponentialRateLimiter>(5ms, 1000s)};
 };
 
-TEST_F(QueueFixture, DeduplicatesQueuedItems) {
+TEST_F(KubeWorkQueue, DeduplicatesQueuedItems) {
   q.add("a");
   q.add("a");
   q.add("b");
@@ -29,7 +29,7 @@ TEST_F(QueueFixture, DeduplicatesQueuedItems) {
   EXPECT_EQ(q.len(), 0u);
 }
 
-TEST_F(QueueFixture, ItemAddedWhileProcessingIsRequeuedOnceAfterDone) {
+TEST_F(KubeWorkQueue, ItemAddedWhileProcessingIsRequeuedOnceAfterDone) {
   q.add("a");
   ASSERT_EQ(q.get(), "a");
   q.add("a");
@@ -42,7 +42,7 @@ TEST_F(QueueFixture, ItemAddedWhileProcessingIsRequeuedOnceAfterDone) {
   EXPECT_EQ(q.len(), 0u);
 }
 
-TEST_F(QueueFixture, DoneWithoutNewAddDoesNotRequeue) {
+TEST_F(KubeWorkQueue, DoneWithoutNewAddDoesNotRequeue) {
   q.add("a");
   ASSERT_EQ(q.get(), "a");
   q.done("a");
@@ -50,7 +50,7 @@ TEST_F(QueueFixture, DoneWithoutNewAddDoesNotRequeue) {
   EXPECT_EQ(q.get_for(0s), std::nullopt);
 }
 
-TEST_F(QueueFixture, AddAfterWaitsOnTheInjectedClock) {
+TEST_F(KubeWorkQueue, AddAfterWaitsOnTheInjectedClock) {
   q.add_after("a", 1s);
   EXPECT_EQ(q.len(), 0u);
   EXPECT_EQ(q.waiting_len(), 1u);
@@ -60,7 +60,7 @@ TEST_F(QueueFixture, AddAfterWaitsOnTheInjectedClock) {
   EXPECT_EQ(q.get_for(0s), "a");
 }
 
-TEST_F(QueueFixture, SecondAddAfterKeepsTheEarlierTime) {
+TEST_F(KubeWorkQueue, SecondAddAfterKeepsTheEarlierTime) {
   q.add_after("a", 5s);
   q.add_after("a", 1s);
   q.add_after("a", 3s);
@@ -69,7 +69,7 @@ TEST_F(QueueFixture, SecondAddAfterKeepsTheEarlierTime) {
   EXPECT_EQ(q.get_for(0s), "a");
 }
 
-TEST_F(QueueFixture, BlockedGetWakesWhenClockAdvances) {
+TEST_F(KubeWorkQueue, BlockedGetWakesWhenClockAdvances) {
   q.add_after("a", 10s);
   std::atomic<bool> got{false};
   std::thread worker([&] {
@@ -85,7 +85,7 @@ TEST_F(QueueFixture, BlockedGetWakesWhenClockAdvances) {
   worker.join();
 }
 
-TEST_F(QueueFixture, RateLimitedAddsBackOffExponentiallyAndForgetResets) {
+TEST_F(KubeWorkQueue, RateLimitedAddsBackOffExponentiallyAndForgetResets) {
   // 5 ms * 2^n: 5, 10, 20, 40 ms.
   for (auto expected : {5ms, 10ms, 20ms, 40ms}) {
     q.add_rate_limited("a");
@@ -103,7 +103,7 @@ TEST_F(QueueFixture, RateLimitedAddsBackOffExponentiallyAndForgetResets) {
   EXPECT_EQ(q.get_for(0s), "a");
 }
 
-TEST_F(QueueFixture, ShutdownHandsOutQueuedItemsThenStops) {
+TEST_F(KubeWorkQueue, ShutdownHandsOutQueuedItemsThenStops) {
   q.add("a");
   q.add_after("later", 1s);
   q.shut_down();
@@ -113,7 +113,7 @@ TEST_F(QueueFixture, ShutdownHandsOutQueuedItemsThenStops) {
   EXPECT_TRUE(q.shutting_down());
 }
 
-TEST_F(QueueFixture, ShutdownWakesBlockedWorkers) {
+TEST_F(KubeWorkQueue, ShutdownWakesBlockedWorkers) {
   std::vector<std::thread> workers;
   std::atomic<int> stopped{0};
   for (int i = 0; i < 3; ++i)
@@ -126,7 +126,7 @@ TEST_F(QueueFixture, ShutdownWakesBlockedWorkers) {
   EXPECT_EQ(stopped.load(), 3);
 }
 
-TEST_F(QueueFixture, ShutdownWithDrainWaitsForDone) {
+TEST_F(KubeWorkQueue, ShutdownWithDrainWaitsForDone) {
   q.add("a");
   ASSERT_EQ(q.get(), "a");
   std::atomic<bool> drained{false};
@@ -141,7 +141,7 @@ TEST_F(QueueFixture, ShutdownWithDrainWaitsForDone) {
   EXPECT_TRUE(drained.load());
 }
 
-TEST(WorkQueueConcurrency, NoKeyIsProcessedByTwoWorkersAtOnceAndNoAddIsLost) {
+TEST(KubeWorkQueueConcurrency, NoKeyIsProcessedByTwoWorkersAtOnceAndNoAddIsLost) {
   WorkQueue q(real_clock(), std::make_unique<ItemExponentialRateLimiter>(1ms, 10ms));
   std::mutex mu;
   std::set<std::string> in_flight;
@@ -180,7 +180,7 @@ TEST(WorkQueueConcurrency, NoKeyIsProcessedByTwoWorkersAtOnceAndNoAddIsLost) {
   EXPECT_LE(handled.load(), 200) << "de-duplication should merge some adds";
 }
 
-TEST(RateLimiters, ItemExponentialCapsAtMax) {
+TEST(KubeRateLimiters, ItemExponentialCapsAtMax) {
   ItemExponentialRateLimiter l(1s, 10s);
   std::vector<Clock::duration> got;
   for (int i = 0; i < 6; ++i) got.push_back(l.when("x"));
@@ -191,7 +191,7 @@ TEST(RateLimiters, ItemExponentialCapsAtMax) {
   EXPECT_EQ(l.when("long"), Clock::duration(10s)) << "no overflow on long streaks";
 }
 
-TEST(RateLimiters, TokenBucketAllowsBurstThenSpacesAtQps) {
+TEST(KubeRateLimiters, TokenBucketAllowsBurstThenSpacesAtQps) {
   auto clock = std::make_shared<ManualClock>();
   TokenBucketRateLimiter l(10.0, 2, clock);
   EXPECT_EQ(l.when("a"), Clock::duration::zero());
@@ -205,7 +205,7 @@ TEST(RateLimiters, TokenBucketAllowsBurstThenSpacesAtQps) {
   EXPECT_GT(l.when("g"), Clock::duration::zero());
 }
 
-TEST(RateLimiters, DefaultControllerLimiterIsMaxOfBoth) {
+TEST(KubeRateLimiters, DefaultControllerLimiterIsMaxOfBoth) {
   auto clock = std::make_shared<ManualClock>();
   auto l = default_controller_rate_limiter(clock);
   EXPECT_EQ(l->when("a"), Clock::duration(5ms));  // bucket has 100 tokens, item backoff 5 ms
