@@ -85,25 +85,15 @@ Error error_from_response(int http_status, std::string_view body) {
   return e;
 }
 
-Error transport_error(std::string message) {
+static Error client_side(ErrorKind kind, std::string message) {
   Error e;
-  e.kind = ErrorKind::Transient;
+  e.kind = kind;
   e.message = std::move(message);
   return e;
 }
 
-Error config_error(std::string message) {
-  Error e;
-  e.kind = ErrorKind::Config;
-  e.message = std::move(message);
-  return e;
-}
-
-Error decode_error(std::string message) {
-  Error e;
-  e.kind = ErrorKind::Decode;
-  e.message = std::move(message);
-  return e;
-}
+Error transport_error(std::string message) { return client_side(ErrorKind::Transient, std::move(message)); }
+Error config_error(std::string message) { return client_side(ErrorKind::Config, std::move(message)); }
+Error decode_error(std::string message) { return client_side(ErrorKind::Decode, std::move(message)); }
 
 }  // namespace flotilla::kube

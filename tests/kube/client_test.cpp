@@ -288,12 +288,17 @@ struct Recorder {
   }
 };
 
+// Short backoff so the tests do not wait out kube-rs's 800 ms default after a restart.
+WatcherOptions fast_backoff() {
+  WatcherOptions wo;
+  wo.backoff = {100ms, 1000ms, 2.0, 0.5};
+  return wo;
+}
+
 TEST_F(KubeClientTest, WatchResumesAcrossRestartWithoutMissingOrDuplicatingEvents) {
   Recorder rec;
   rec.hold_on = "a3";
-  WatcherOptions wo;
-  wo.backoff = {100ms, 1000ms, 2.0, 0.5};
-  Reflector reflector(client_, resources::configmaps, "default", wo);
+  Reflector reflector(client_, resources::configmaps, "default", fast_backoff());
   reflector.start(std::ref(rec));
   ASSERT_TRUE(reflector.reader().wait_synced(10s));
   for (auto name : {"a1", "a2", "a3"}) ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap(name)));
@@ -333,9 +338,7 @@ TEST_F(KubeClientTest, WatchResumesAcrossRestartWithoutMissingOrDuplicatingEvent
 TEST_F(KubeClientTest, ExpiredResourceVersionTriggersRelist) {
   Recorder rec;
   rec.hold_on = "before";
-  WatcherOptions wo;
-  wo.backoff = {100ms, 1000ms, 2.0, 0.5};
-  Reflector reflector(client_, resources::configmaps, "default", wo);
+  Reflector reflector(client_, resources::configmaps, "default", fast_backoff());
   reflector.start(std::ref(rec));
   ASSERT_TRUE(reflector.reader().wait_synced(10s));
   ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("before")));
