@@ -141,7 +141,9 @@ Json openapi_paths(const ResourceType& t, bool v3) {
       if (patch) {
         for (const char* ct : {"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"})
           content[ct] = {{"schema", {{"type", "object"}}}};
-        if (!t.is_crd) content["application/strategic-merge-patch+json"] = {{"schema", {{"type", "object"}}}};
+        // Strategic merge is accepted for built-in types, but not advertised here: our built-in
+        // schemas are opaque, and kubectl would then fail to compute patches from them instead
+        // of falling back to its compiled-in type information.
       } else {
         content["application/json"] = {{"schema", {{"$ref", ref}}}};
       }

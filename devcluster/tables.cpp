@@ -29,8 +29,7 @@ std::string pod_status(const Json& pod) {
       std::string r = cs["state"]["waiting"].value("reason", "");
       if (!r.empty()) return r;
     }
-    if (cs.contains("state") && cs["state"].contains("terminated") && status.value("phase", "") != "Succeeded" &&
-        status.value("phase", "") != "Failed") {
+    if (cs.contains("state") && cs["state"].contains("terminated")) {
       std::string r = cs["state"]["terminated"].value("reason", "");
       if (!r.empty()) return r;
     }

@@ -64,7 +64,7 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
   std::string watch_out = (dc.dir() / "watch.out").string();
   std::string watch_cmd = "kubectl --kubeconfig " + dc.kubeconfig().string() + " --cache-dir " +
                           (dc.dir() / "kcache-watch").string() +
-                          " get trainingjobs -n team-a --watch --output-watch-events -o name > " + watch_out + " 2>&1 & echo $!";
+                          " get trainingjobs -n team-a --watch --output-watch-events > " + watch_out + " 2>&1 & echo $!";
   auto watcher = run_command(watch_cmd);
   pid_t watch_pid = std::stoi(watcher.output);
 
@@ -99,7 +99,7 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
   r = dc.kubectl("patch tj good -n team-a --subresource status --type merge -p '{\"status\":{\"phase\":\"Running\"}}'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = dc.kubectl("get tj good -n team-a --no-headers");
-  EXPECT_NE(r.output.find("good   llama-3-8b   1024    Running"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("good   llama-3-8b   1024   Running"), std::string::npos) << r.output;
   r = dc.kubectl("get trainingjob good -n team-a -o jsonpath={.metadata.generation}");
   EXPECT_EQ(r.output, "2");
 
@@ -117,7 +117,8 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
   ::kill(watch_pid, SIGTERM);
   EXPECT_TRUE(saw_all) << read_text(watch_out);
   std::string w = read_text(watch_out);
-  EXPECT_NE(w.find("ADDED      trainingjob.flotilla.io/good"), std::string::npos) << w;
+  EXPECT_NE(w.find("ADDED      good"), std::string::npos) << w;
+  EXPECT_NE(w.find("DELETED    good"), std::string::npos) << w;
 }
 
 TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
@@ -125,7 +126,7 @@ TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
   auto r = dc.kubectl("get nodes -l nvidia.com/gpu.product=H100-80GB -o jsonpath={.items[*].metadata.name}");
   EXPECT_EQ(r.output, "h100-0") << r.output;
-  r = dc.kubectl("get node a100-0 -o jsonpath={.status.allocatable.nvidia\\.com/gpu}/{.metadata.labels.topology\\.kubernetes\\.io/zone}");
+  r = dc.kubectl("get node a100-0 -o 'jsonpath={.status.allocatable.nvidia\\.com/gpu}/{.metadata.labels.topology\\.kubernetes\\.io/zone}'");
   EXPECT_EQ(r.output, "8/zone-a") << r.output;
   r = dc.kubectl("cordon a100-0");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -85,7 +85,8 @@ TEST_F(DevclusterPods, RestartPolicyAlwaysRestartsAndUnschedulableIsReported) {
   })) << get_pod("too-big").dump(2);
   EXPECT_EQ(phase("too-big"), "Pending");
   std::string msg;
-  for (const auto& cnd : get_pod("too-big")["status"]["conditions"])
+  const Json pending = get_pod("too-big");
+  for (const auto& cnd : pending["status"]["conditions"])
     if (cnd["type"] == "PodScheduled") msg = cnd["message"];
   EXPECT_NE(msg.find("0/2 nodes are available"), std::string::npos) << msg;
   EXPECT_NE(msg.find("2 Insufficient nvidia.com/gpu"), std::string::npos) << msg;
@@ -93,7 +94,7 @@ TEST_F(DevclusterPods, RestartPolicyAlwaysRestartsAndUnschedulableIsReported) {
 
 TEST_F(DevclusterPods, DeleteSendsSigtermThenRemovesThePod) {
   ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods",
-                    pod("server", "trap 'echo got-term > term.txt; exit 0' TERM; while true; do sleep 0.05; done", "Always"))
+                    pod("server", "trap 'echo got-term > term.txt; exit 0' TERM; touch ready; while true; do sleep 0.05; done", "Always"))
                 .first,
             201);
   ASSERT_TRUE(eventually([&] { return phase("server") == "Running"; }));
@@ -101,6 +102,7 @@ TEST_F(DevclusterPods, DeleteSendsSigtermThenRemovesThePod) {
   pid_t pid = container_pid(running);
   EXPECT_TRUE(alive(pid));
   std::string dir = (dc.data_dir() / "pods" / "default" / ("server-" + running["metadata"]["uid"].get<std::string>().substr(0, 8))).string();
+  ASSERT_TRUE(eventually([&] { return fs::exists(fs::path(dir) / "ready"); })) << "the trap is installed";
   auto [c, deleting] = dc.call("DELETE", "/api/v1/namespaces/default/pods/server");
   EXPECT_EQ(c, 200);
   EXPECT_TRUE(deleting["metadata"].contains("deletionTimestamp"));
