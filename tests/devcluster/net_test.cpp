@@ -53,7 +53,7 @@ std::unique_ptr<HttpClient> client_for(int port, ClientConfig cfg = {}) {
 
 }  // namespace
 
-TEST(Net, TlsRequestResponseWithBearerTokenAndQuery) {
+TEST(DevclusterNet, TlsRequestResponseWithBearerTokenAndQuery) {
   auto server = tls_server([](const HttpRequest& req, ResponseWriter& w) {
     w.respond(200, req.method + " " + req.path() + " q=" + req.query_param("labelSelector") + " auth=" +
                        req.headers.get("authorization") + " body=" + req.body);
@@ -73,7 +73,7 @@ TEST(Net, TlsRequestResponseWithBearerTokenAndQuery) {
   }
 }
 
-TEST(Net, VerificationRejectsAnUnknownCaAndAWrongHost) {
+TEST(DevclusterNet, VerificationRejectsAnUnknownCaAndAWrongHost) {
   auto server = tls_server([](const HttpRequest&, ResponseWriter& w) { w.respond(200, "ok"); });
   std::string err;
   PemPair other = issue_self_signed_ca("other", 1, &err);
@@ -101,7 +101,7 @@ TEST(Net, VerificationRejectsAnUnknownCaAndAWrongHost) {
   EXPECT_TRUE(r3.ok()) << r3.error;
 }
 
-TEST(Net, ClientCertificateCommonNameReachesHandler) {
+TEST(DevclusterNet, ClientCertificateCommonNameReachesHandler) {
   auto server = tls_server([](const HttpRequest&, ResponseWriter& w) { w.respond(200, w.peer_common_name()); },
                            true);
   ClientConfig cfg;
@@ -115,7 +115,7 @@ TEST(Net, ClientCertificateCommonNameReachesHandler) {
   EXPECT_EQ(anonymous.response.body, "");
 }
 
-TEST(Net, StreamDeliversLinesAndCancelUnblocksTheReader) {
+TEST(DevclusterNet, StreamDeliversLinesAndCancelUnblocksTheReader) {
   std::atomic<int> handler_exits{0};
   auto server = tls_server([&](const HttpRequest&, ResponseWriter& w) {
     w.begin_stream(200, {});
@@ -150,7 +150,7 @@ TEST(Net, StreamDeliversLinesAndCancelUnblocksTheReader) {
   EXPECT_EQ(handler_exits, 1) << "the server noticed the client leaving";
 }
 
-TEST(Net, StoppingTheServerEndsStreamsAndJoins) {
+TEST(DevclusterNet, StoppingTheServerEndsStreamsAndJoins) {
   auto server = tls_server([&](const HttpRequest&, ResponseWriter& w) {
     w.begin_stream(200, {});
     w.write_chunk("hello\n");
@@ -169,7 +169,7 @@ TEST(Net, StoppingTheServerEndsStreamsAndJoins) {
   EXPECT_TRUE(st == StreamStatus::end || st == StreamStatus::error) << static_cast<int>(st);
 }
 
-TEST(Net, NonSuccessStreamCarriesItsBodyAndPlainHttpWorks) {
+TEST(DevclusterNet, NonSuccessStreamCarriesItsBodyAndPlainHttpWorks) {
   std::string err;
   ServerConfig cfg;
   auto server = HttpServer::start(cfg, [](const HttpRequest& req, ResponseWriter& w) {
@@ -204,7 +204,7 @@ TEST(Net, NonSuccessStreamCarriesItsBodyAndPlainHttpWorks) {
   EXPECT_EQ(r.response.body.size(), 3890u);  // 10*2 + 90*3 + 900*4 bytes of "i\n"
 }
 
-TEST(Net, MalformedRequestGets400) {
+TEST(DevclusterNet, MalformedRequestGets400) {
   std::string err;
   auto server = HttpServer::start({}, [](const HttpRequest&, ResponseWriter& w) { w.respond(200, "x"); }, &err);
   auto conn = Connection::connect("127.0.0.1", server->port(), nullptr, 1000ms, &err);
@@ -217,7 +217,7 @@ TEST(Net, MalformedRequestGets400) {
   EXPECT_EQ(resp.status, 400);
 }
 
-TEST(Net, UrlParsing) {
+TEST(DevclusterNet, UrlParsing) {
   Url u;
   ASSERT_TRUE(parse_url("https://10.0.0.1:6443/prefix/", &u));
   EXPECT_EQ(u.host, "10.0.0.1");
