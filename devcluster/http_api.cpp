@@ -190,6 +190,16 @@ Json object_meta_schema() {
 
 std::string gv_path(const ResourceType& t) { return t.group.empty() ? "api/" + t.version : "apis/" + t.group + "/" + t.version; }
 
+// Both selectors of a list or watch; answers 400 and returns false when one is malformed.
+bool parse_selectors(const HttpRequest& req, LabelSelector* labels, FieldSelector* fields, ResponseWriter& w) {
+  std::string error;
+  if (parse_label_selector(req.query_param("labelSelector"), labels, &error) &&
+      parse_field_selector(req.query_param("fieldSelector"), fields, &error))
+    return true;
+  send_error(w, bad_request(error));
+  return false;
+}
+
 // The object as served at `api_version` (CRDs share one storage across versions).
 Json as_version(const Json& obj, const ResourceType& t) {
   if (obj.value("apiVersion", "") == t.api_version()) return obj;
@@ -288,9 +298,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
 void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
   LabelSelector labels;
   FieldSelector fields;
-  std::string error;
-  if (!parse_label_selector(req.query_param("labelSelector"), &labels, &error)) return send_error(w, bad_request(error));
-  if (!parse_field_selector(req.query_param("fieldSelector"), &fields, &error)) return send_error(w, bad_request(error));
+  if (!parse_selectors(req, &labels, &fields, w)) return;
   long long limit = 0;
   try {
     std::string l = req.query_param("limit");
@@ -338,7 +346,8 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
                      meta.dump() + ",\"items\":[";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) body += ',';
-    body += as_version(*items[i], type).dump();
+    const Json& obj = *items[i];
+    body += obj.value("apiVersion", "") == type.api_version() ? obj.dump() : as_version(obj, type).dump();
   }
   body += "]}";
   w.respond(200, std::move(body), "application/json");
@@ -347,9 +356,7 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
 void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
   LabelSelector labels;
   FieldSelector fields;
-  std::string error;
-  if (!parse_label_selector(req.query_param("labelSelector"), &labels, &error)) return send_error(w, bad_request(error));
-  if (!parse_field_selector(req.query_param("fieldSelector"), &fields, &error)) return send_error(w, bad_request(error));
+  if (!parse_selectors(req, &labels, &fields, w)) return;
   std::string rv_text = req.query_param("resourceVersion");
   uint64_t since = 0;
   if (!rv_text.empty() && rv_text != "0") {

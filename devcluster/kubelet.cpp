@@ -706,6 +706,35 @@ void Kubelet::handle_node(const std::string& name) {
   }
   bool failed = node_failed(n.object);
   bool ready = node_ready(n.object);
+  bool has_ready_condition = false;
+  for (const auto& c : n.object.value("/status/conditions"_json_pointer, Json::array()))
+    has_ready_condition = has_ready_condition || c.value("type", "") == "Ready";
+  if (!has_ready_condition && !failed) {
+    // A Node created through the API (kubectl create -f node.yaml): adopt it as a virtual node,
+    // with the GPUs its status or its nvidia.com/gpu.count label declares.
+    api_.mutate(*nodes_, "", name, [&](Json& node) {
+      NodeSpec spec;
+      spec.name = name;
+      const Json labels = node["metadata"].value("labels", Json::object());
+      std::string count = node.value("/status/capacity"_json_pointer, Json::object())
+                              .value("nvidia.com/gpu", labels.value("nvidia.com/gpu.count", "0"));
+      try {
+        spec.gpu_count = std::stoi(count);
+      } catch (...) {
+      }
+      spec.gpu_type = labels.value("nvidia.com/gpu.product", "");
+      spec.zone = labels.value("topology.kubernetes.io/zone", "");
+      Json fresh = node_object(spec);
+      for (auto& [k, v] : fresh["metadata"]["labels"].items())
+        if (!labels.contains(k)) node["metadata"]["labels"][k] = v;
+      Json status = node.value("status", Json::object());
+      for (auto& [k, v] : fresh["status"].items())
+        if (!status.contains(k) || k == "conditions") status[k] = v;
+      node["status"] = status;
+      return true;
+    });
+    return;
+  }
   if (failed) {
     if (ready) {
       api_.mutate(*nodes_, "", name, [&](Json& node) {

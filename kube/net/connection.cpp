@@ -97,17 +97,23 @@ bool is_ip_literal(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &a4) == 1 || inet_pton(AF_INET6, host.c_str(), &a6) == 1;
 }
 
-}  // namespace
-
-std::shared_ptr<TlsContext> TlsContext::client(const TlsClientOptions& options, std::string* error) {
+SSL_CTX* new_ssl_ctx(const SSL_METHOD* method, std::string* error) {
   process_init();
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX* ctx = SSL_CTX_new(method);
   if (!ctx) {
     *error = ssl_error_text();
     return nullptr;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  return ctx;
+}
+
+}  // namespace
+
+std::shared_ptr<TlsContext> TlsContext::client(const TlsClientOptions& options, std::string* error) {
+  SSL_CTX* ctx = new_ssl_ctx(TLS_client_method(), error);
+  if (!ctx) return nullptr;
   std::shared_ptr<TlsContext> holder(new TlsContext(ctx, false));
   if (options.insecure_skip_verify) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
@@ -127,14 +133,8 @@ std::shared_ptr<TlsContext> TlsContext::client(const TlsClientOptions& options, 
 }
 
 std::shared_ptr<TlsContext> TlsContext::server(const TlsServerOptions& options, std::string* error) {
-  process_init();
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (!ctx) {
-    *error = ssl_error_text();
-    return nullptr;
-  }
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX* ctx = new_ssl_ctx(TLS_server_method(), error);
+  if (!ctx) return nullptr;
   std::shared_ptr<TlsContext> holder(new TlsContext(ctx, true));
   if (!use_cert_and_key(ctx, options.cert_pem, options.key_pem, error)) return nullptr;
   if (!options.client_ca_pem.empty()) {
@@ -220,22 +220,13 @@ std::unique_ptr<Connection> Connection::connect(const std::string& host, int por
     SSL_set1_host(ssl, host.c_str());
   }
   std::unique_ptr<Connection> conn(new Connection(fd, ssl));
-  for (;;) {
-    int rc = SSL_connect(ssl);
-    if (rc == 1) break;
-    int err = SSL_get_error(ssl, rc);
-    IoStatus st = IoStatus::error;
-    if (err == SSL_ERROR_WANT_READ) st = conn->wait(POLLIN, timeout);
-    else if (err == SSL_ERROR_WANT_WRITE) st = conn->wait(POLLOUT, timeout);
-    if (st != IoStatus::ok) {
-      long verify = SSL_get_verify_result(ssl);
-      *error = "TLS handshake with " + host + ":" + port_text + " failed: " +
-               (verify != X509_V_OK ? std::string("certificate verify failed: ") +
-                                          X509_verify_cert_error_string(verify)
-                                    : st == IoStatus::timeout ? "timeout" : ssl_error_text());
-      ERR_clear_error();
-      return nullptr;
-    }
+  if (IoStatus st = conn->handshake(true, timeout); st != IoStatus::ok) {
+    long verify = SSL_get_verify_result(ssl);
+    *error = "TLS handshake with " + host + ":" + port_text + " failed: " +
+             (verify != X509_V_OK ? std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify)
+                                  : st == IoStatus::timeout ? "timeout" : ssl_error_text());
+    ERR_clear_error();
+    return nullptr;
   }
   return conn;
 }
@@ -250,20 +241,25 @@ std::unique_ptr<Connection> Connection::accept_fd(int fd, const std::shared_ptr<
   SSL* ssl = SSL_new(static_cast<SSL_CTX*>(tls->native()));
   SSL_set_fd(ssl, fd);
   std::unique_ptr<Connection> conn(new Connection(fd, ssl));
-  for (;;) {
-    int rc = SSL_accept(ssl);
-    if (rc == 1) break;
-    int err = SSL_get_error(ssl, rc);
-    IoStatus st = IoStatus::error;
-    if (err == SSL_ERROR_WANT_READ) st = conn->wait(POLLIN, timeout);
-    else if (err == SSL_ERROR_WANT_WRITE) st = conn->wait(POLLOUT, timeout);
-    if (st != IoStatus::ok) {
-      *error = "TLS accept failed: " + (st == IoStatus::timeout ? std::string("timeout") : ssl_error_text());
-      ERR_clear_error();
-      return nullptr;
-    }
+  if (IoStatus st = conn->handshake(false, timeout); st != IoStatus::ok) {
+    *error = "TLS accept failed: " + (st == IoStatus::timeout ? std::string("timeout") : ssl_error_text());
+    ERR_clear_error();
+    return nullptr;
   }
   return conn;
+}
+
+IoStatus Connection::handshake(bool client, Millis timeout) {
+  SSL* ssl = static_cast<SSL*>(ssl_);
+  for (;;) {
+    int rc = client ? SSL_connect(ssl) : SSL_accept(ssl);
+    if (rc == 1) return IoStatus::ok;
+    int err = SSL_get_error(ssl, rc);
+    IoStatus st = IoStatus::error;
+    if (err == SSL_ERROR_WANT_READ) st = wait(POLLIN, timeout);
+    else if (err == SSL_ERROR_WANT_WRITE) st = wait(POLLOUT, timeout);
+    if (st != IoStatus::ok) return st;
+  }
 }
 
 Connection::~Connection() {

@@ -82,6 +82,7 @@ class Connection {
  private:
   Connection(int fd, void* ssl) : fd_(fd), ssl_(ssl) {}
   IoStatus wait(short events, Millis timeout) const;
+  IoStatus handshake(bool client, Millis timeout);  // TLS handshake on a fresh connection
   int fd_;
   void* ssl_;  // SSL*
   std::atomic<bool> shut_{false};

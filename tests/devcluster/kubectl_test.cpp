@@ -132,6 +132,16 @@ TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = dc.kubectl("get nodes a100-0 --no-headers");
   EXPECT_NE(r.output.find("Ready,SchedulingDisabled"), std::string::npos) << r.output;
+  // A node added through the API is adopted as a virtual GPU node.
+  write_text(dc.dir() / "node.yaml",
+             "apiVersion: v1\nkind: Node\nmetadata:\n  name: l4-0\n  labels:\n    nvidia.com/gpu.product: L4\n"
+             "    nvidia.com/gpu.count: \"2\"\n");
+  r = dc.kubectl("apply -f " + (dc.dir() / "node.yaml").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(eventually([&] {
+    return dc.kubectl("get node l4-0 -o 'jsonpath={.status.allocatable.nvidia\\.com/gpu}/{.status.conditions[0].status}'").output ==
+           "2/True";
+  })) << dc.kubectl("get node l4-0 -o yaml").output;
   r = dc.kubectl("create configmap settings --from-literal=lr=0.001");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = dc.kubectl("get configmap settings -o jsonpath={.data.lr}");

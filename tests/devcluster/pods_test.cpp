@@ -151,6 +151,7 @@ TEST_F(DevclusterPods, NoProcessOutlivesDevcluster) {
   std::stringstream ss(children.output);
   std::string line;
   while (std::getline(ss, line))
-    if (!line.empty())
+    if (!line.empty()) {
       EXPECT_TRUE(eventually([&] { return !alive(static_cast<pid_t>(std::stol(line))); }, 3s)) << "process " << line << " survived";
+    }
 }
