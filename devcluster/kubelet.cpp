@@ -275,7 +275,7 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
     pending_.erase(key);
     bool live = false;
     if (run != runs_.end())
-      for (const auto& c : run->second.containers) live = live || c.running;
+      for (const auto& c : run->second.containers) live = live || (c.running && c.pid > 0);
     if (live) {
       if (!run->second.terminating) {
         run->second.terminating = true;
@@ -372,7 +372,9 @@ void Kubelet::start_pod(const Json& pod) {
   for (const auto& c : containers) {
     Container k;
     k.name = c.value("name", "");
-    k.has_command = c.contains("command") && c["command"].is_array() && !c["command"].empty();
+    // Without an image to supply an entrypoint, `args` alone are the command line.
+    k.has_command = (c.contains("command") && c["command"].is_array() && !c["command"].empty()) ||
+                    (c.contains("args") && c["args"].is_array() && !c["args"].empty());
     for (const auto& s : old_statuses)
       if (s.value("name", "") == k.name) k.restarts = s.value("restartCount", 0) + (lost ? 1 : 0);
     run.containers.push_back(k);
@@ -604,7 +606,7 @@ void Kubelet::reap_children() {
     c.finished_at = now_rfc3339();
     if (run.terminating) {
       bool live = false;
-      for (const auto& k : run.containers) live = live || k.running;
+      for (const auto& k : run.containers) live = live || (k.running && k.pid > 0);  // pause containers have no process
       if (!live) {
         std::string ns = run.ns, name = run.name;
         runs_.erase(run_it);

@@ -11,7 +11,8 @@
 //   POD_NAME, POD_NAMESPACE, POD_UID, POD_IP, NODE_NAME, FLOTILLA_VISIBLE_GPUS,
 //   FLOTILLA_GPU_TYPE, FLOTILLA_POD_DIR (also the working dir), and CUDA_VISIBLE_DEVICES when
 //   the node asks for it; stdout+stderr go to <pod dir>/<container>.log.
-// Assumes: containers have `command` (+`args`); a container without one runs nothing and is
+// Assumes: containers have `command` (+`args`; `args` alone are run as the command line, there
+//   being no image entrypoint); a container with neither runs nothing and is
 //   reported Running (like a pause container). Images are ignored.
 // Caveats: if devcluster itself is SIGKILLed, direct children die (PDEATHSIG) but their own
 //   children may survive; init containers, probes, volumes and resource limits other than

@@ -139,6 +139,20 @@ TEST_F(DevclusterPods, FailingANodeKillsItsProcessesAndFailsItsPods) {
   EXPECT_TRUE(eventually([&] { return !alive(bystander); }));
 }
 
+TEST_F(DevclusterPods, PauseAndArgsOnlyContainersDeleteCleanly) {
+  // kubectl run puts the command in args; a container with neither runs nothing.
+  auto r = dc.kubectl("run argsonly --image=busybox --restart=Never -- /bin/sh -c 'echo from-args'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(eventually([&] { return phase("argsonly") == "Succeeded"; })) << get_pod("argsonly").dump(2);
+  EXPECT_EQ(dc.kubectl("logs argsonly").output, "from-args\n");
+  Json p = pod("paused", "", "Always");
+  p["spec"]["containers"][0].erase("command");
+  ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", p).first, 201);
+  ASSERT_TRUE(eventually([&] { return phase("paused") == "Running"; }));
+  dc.call("DELETE", "/api/v1/namespaces/default/pods/paused");
+  EXPECT_TRUE(eventually([&] { return dc.call("GET", "/api/v1/namespaces/default/pods/paused").first == 404; }, 3s));
+}
+
 TEST_F(DevclusterPods, NoProcessOutlivesDevcluster) {
   ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", pod("sleeper", "sleep 300 & wait", "Always")).first, 201);
   ASSERT_TRUE(eventually([&] { return phase("sleeper") == "Running"; }));
