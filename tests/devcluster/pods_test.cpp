@@ -64,6 +64,9 @@ TEST_F(DevclusterPods, ScheduledByGpuAndSelectorRunsWithEnvAndExitIsReflected) {
   q["spec"]["containers"][0]["resources"] = gpu_limits(2);
   ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", q).first, 201);
   ASSERT_TRUE(eventually([&] { return phase("job-2") == "Succeeded"; })) << get_pod("job-2").dump(2);
+  auto on_h100 = dc.call("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dh100-0").second;
+  EXPECT_EQ(on_h100["items"].size(), 2u);
+  EXPECT_EQ(dc.call("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Da100-0").second["items"].size(), 0u);
   auto logs = dc.kubectl("logs job-2");
   EXPECT_EQ(logs.output, "gpus=0,1\n") << "job-1 finished, so its GPUs are free again";
 }
