@@ -32,7 +32,9 @@ void Headers::erase(std::string_view name) {
   std::erase_if(items_, [&](const auto& kv) { return iequals(kv.first, name); });
 }
 
-std::string url_decode(std::string_view text) {
+namespace {
+// %XX decoding; '+' means a space only in query strings, never in paths.
+std::string percent_decode(std::string_view text, bool plus_is_space) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -46,10 +48,13 @@ std::string url_decode(std::string_view text) {
         continue;
       }
     }
-    out += (c == '+') ? ' ' : c;
+    out += (plus_is_space && c == '+') ? ' ' : c;
   }
   return out;
 }
+}  // namespace
+
+std::string url_decode(std::string_view text) { return percent_decode(text, true); }
 
 std::string url_encode(std::string_view text) {
   static const char* hex = "0123456789ABCDEF";
@@ -67,23 +72,7 @@ std::string url_encode(std::string_view text) {
 }
 
 std::string HttpRequest::path() const {
-  auto q = target.find('?');
-  std::string raw = target.substr(0, q);
-  // '+' is literal in paths, so decode only %XX here.
-  std::string out;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == '%' && i + 2 < raw.size()) {
-      int v = 0;
-      auto r = std::from_chars(raw.data() + i + 1, raw.data() + i + 3, v, 16);
-      if (r.ec == std::errc() && r.ptr == raw.data() + i + 3) {
-        out += static_cast<char>(v);
-        i += 2;
-        continue;
-      }
-    }
-    out += raw[i];
-  }
-  return out;
+  return percent_decode(std::string_view(target).substr(0, target.find('?')), false);
 }
 
 std::multimap<std::string, std::string> HttpRequest::query() const {
