@@ -167,6 +167,9 @@ class DevclusterProcess {
     return {r.response.status, j};
   }
 
+  // kubectl is preinstalled where Flotilla builds; elsewhere the kubectl checks are skipped.
+  static bool have_kubectl() { return run_command("kubectl version --client").exit_code == 0; }
+
   CommandResult kubectl(const std::string& args) const {
     return run_command("kubectl --kubeconfig " + kubeconfig().string() + " --cache-dir " + (dir_ / "kcache").string() +
                        " " + args);

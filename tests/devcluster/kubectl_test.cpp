@@ -49,6 +49,7 @@ std::string job(const std::string& name, const std::string& batch) {
 }  // namespace
 
 TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatch) {
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
   DevclusterProcess dc("kubectl");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
 
@@ -122,6 +123,7 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
 }
 
 TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
   DevclusterProcess dc("nodes");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
   auto r = dc.kubectl("get nodes -l nvidia.com/gpu.product=H100-80GB -o jsonpath={.items[*].metadata.name}");
