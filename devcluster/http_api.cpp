@@ -452,8 +452,17 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
     out.clear();
     for (const auto& ev : events) {
       cursor = ev->rv;
-      if (ev->resource != storage || !matches(*ev->object)) continue;
-      out += encode(ev->type, *ev->object, &ev->line);
+      if (ev->resource != storage) continue;
+      bool now_in = matches(*ev->object);
+      if (ev->type == "MODIFIED" && ev->previous) {
+        // As kube-apiserver does: entering the selection is ADDED, leaving it is DELETED.
+        bool was_in = matches(*ev->previous);
+        if (now_in && !was_in) out += encode("ADDED", *ev->object, nullptr);
+        else if (!now_in && was_in) out += encode("DELETED", *ev->object, nullptr);
+        else if (now_in) out += encode(ev->type, *ev->object, &ev->line);
+        continue;
+      }
+      if (now_in) out += encode(ev->type, *ev->object, &ev->line);
     }
     auto now = std::chrono::steady_clock::now();
     if (!out.empty()) {

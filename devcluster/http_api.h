@@ -8,8 +8,9 @@
 //   retained window gets an ERROR event carrying a 410 Expired Status (as kube-apiserver does);
 //   bookmarks are sent every bookmark_interval when asked for.
 // Assumes: Api is thread-safe (it locks the store); one thread per HTTP connection.
-// Caveats: JSON only (no protobuf, no YAML bodies); label-selector watches filter on the new
-//   object only (no synthetic ADDED/DELETED when an object enters or leaves the selection);
+// Caveats: JSON only (no YAML bodies; protobuf only for the four kinds protobuf_decode.h
+//   names); a selector watch turns an object entering or leaving the selection into ADDED or
+//   DELETED, except for events replayed from before a restart (filtered on the new object);
 //   continue tokens are keys, not snapshots (later pages see later writes).
 #pragma once
 

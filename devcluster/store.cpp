@@ -284,7 +284,9 @@ uint64_t Store::put_locked(const std::string& resource, const std::string& ns, c
   ev->name = name;
   ev->object = std::make_shared<const Json>(std::move(obj));
   ev->line = make_line(type, *ev->object);
-  objects_[resource][key_of(ns, name)] = ev->object;
+  ObjectPtr& slot = objects_[resource][key_of(ns, name)];
+  if (type == "MODIFIED") ev->previous = slot;
+  slot = ev->object;
   append_log_locked(*ev);
   push_window_locked(ev);
   cv_.notify_all();

@@ -35,6 +35,7 @@ struct StoredEvent {
   std::string ns;
   std::string name;
   ObjectPtr object;
+  ObjectPtr previous;    // the object before a MODIFIED (null after a reload or for others)
   std::string line;      // {"type":...,"object":...}\n as sent on a JSON watch
 };
 using EventPtr = std::shared_ptr<const StoredEvent>;

@@ -259,6 +259,27 @@ TEST_F(DevclusterApi, WatchResumesFromResourceVersionSendsBookmarksAndExpires) {
   EXPECT_EQ(ev["object"]["reason"], "Expired");
 }
 
+TEST_F(DevclusterApi, SelectorWatchSeesObjectsEnterAndLeave) {
+  auto [c, created] = dc_->call("POST", "/api/v1/namespaces/default/configmaps",
+                                Json{{"metadata", {{"name", "mover"}, {"labels", {{"team", "blue"}}}}}});
+  ASSERT_EQ(c, 201);
+  flotilla::kube::net::HttpRequest req;
+  req.target = "/api/v1/namespaces/default/configmaps?watch=true&labelSelector=team%3Dred&resourceVersion=" +
+               created["metadata"]["resourceVersion"].get<std::string>();
+  std::string error;
+  auto stream = dc_->http().open_stream(req, &error);
+  ASSERT_TRUE(stream) << error;
+  for (const char* team : {"red", "red", "green"})
+    dc_->call("PATCH", "/api/v1/namespaces/default/configmaps/mover", Json{{"metadata", {{"labels", {{"team", team}}}}}},
+              "application/merge-patch+json");
+  std::vector<std::string> types;
+  std::string line;
+  while (types.size() < 2 && stream->next_line(&line, 3000ms) == flotilla::kube::net::StreamStatus::line)
+    types.push_back(Json::parse(line)["type"]);
+  // blue→red enters (ADDED), red→red is a no-op (nothing written), red→green leaves (DELETED).
+  EXPECT_EQ(types, (std::vector<std::string>{"ADDED", "DELETED"}));
+}
+
 TEST_F(DevclusterApi, DiscoveryAndOpenApiCoverCrds) {
   auto [c, apis] = dc_->call("GET", "/apis");
   bool found = false;
