@@ -55,10 +55,27 @@ bool Controller::run(std::stop_token stop) {
   for (auto& [res, opts] : owned_specs_)
     owned.push_back(std::make_unique<Reflector>(client_, res, ns_, opts, clock_));
 
-  primary.start([this](const WatcherEvent& e) {
-    if (e.kind == WatcherEventKind::InitApply || e.kind == WatcherEventKind::Apply ||
-        e.kind == WatcherEventKind::Delete)
-      queue_->add(object_key(e.object));
+  // Keys the cache held before a re-list: those missing afterwards were deleted while the
+  // watch was down and still deserve a reconcile (client-go's DeletedFinalStateUnknown).
+  std::vector<std::string> keys_before_relist;
+  primary.start([this, &primary, &keys_before_relist](const WatcherEvent& e) {
+    switch (e.kind) {
+      case WatcherEventKind::Init:
+        keys_before_relist = primary.reader().keys();
+        break;
+      case WatcherEventKind::InitDone: {
+        auto reader = primary.reader();
+        for (const auto& key : keys_before_relist)
+          if (!reader.get(key)) queue_->add(key);
+        keys_before_relist.clear();
+        break;
+      }
+      case WatcherEventKind::InitApply:
+      case WatcherEventKind::Apply:
+      case WatcherEventKind::Delete:
+        queue_->add(object_key(e.object));
+        break;
+    }
   });
   for (auto& r : owned)
     r->start([this](const WatcherEvent& e) {

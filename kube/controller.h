@@ -14,7 +14,8 @@
 // - A change to an owned object queues its controller owner's key (ownerReferences with
 //   controller: true and the primary's kind), so deleting a child wakes its parent.
 // - Workers start only after every cache has synced; a deleted primary still gets one reconcile
-//   (its key is queued; the cache says it is gone) so finalizer-free cleanup can run.
+//   (its key is queued; the cache says it is gone) so finalizer-free cleanup can run — also when
+//   the deletion was only discovered by a re-list after 410 (keys that vanished are queued).
 // - run(stop) blocks until stop; then the queue shuts down and the workers finish their item.
 #include <atomic>
 #include <functional>

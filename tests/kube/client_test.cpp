@@ -433,10 +433,33 @@ TEST_F(KubeClientTest, LeaseFailsOverWithinTheLeaseDurationAfterTheLeaderIsKille
   EXPECT_GE(lease["spec"]["leaseTransitions"].get<int>(), 1);
 
   // A clean stop releases the lease and runs the stopped callback.
-  EXPECT_EQ(follower->stop(5s), 0);
+  EXPECT_EQ(follower->stop(5s), 0) << follower->output();
   EXPECT_NE(follower->output().find("STOPPED " + follower_id), std::string::npos);
   auto released = client_->get(resources::leases, "default", "flotilla-test").value();
   EXPECT_EQ(released["spec"].value("holderIdentity", ""), "");
+}
+
+TEST_F(KubeClientTest, LeaderThatCannotRenewStopsAndExitsCleanly) {
+  const std::string demo = std::string(FLOTILLA_BINARY_DIR) + "/tests/kube/kube_leader_demo";
+  ASSERT_TRUE(std::filesystem::exists(demo)) << demo;
+  constexpr int kLeaseMs = 2000, kRenewMs = 1000, kRetryMs = 200;
+  testing::TempDir logs;
+  testing::Subprocess solo({demo, cluster_->kubeconfig_path().string(), "solo", "flotilla-solo",
+                            std::to_string(kLeaseMs), std::to_string(kRenewMs), std::to_string(kRetryMs)},
+                           logs.path / "solo.log");
+  ASSERT_TRUE(eventually([&] { return solo.output().find("LEADING solo") != std::string::npos; }, 15s))
+      << solo.output();
+  const auto cut_at = std::chrono::steady_clock::now();
+  cluster_->stop();  // the API server goes away: renewals fail
+  ASSERT_TRUE(eventually([&] { return !solo.running(); }, 10s)) << solo.output();
+  const auto stopped_after = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - cut_at);
+  std::cerr << "stopped leading " << stopped_after.count() << " ms after the API server went away\n";
+  EXPECT_EQ(solo.stop(), 0) << "exits cleanly through on_stopped_leading";
+  EXPECT_NE(solo.output().find("STOPPED solo"), std::string::npos) << solo.output();
+  // It must give up before the lease could pass to someone else (renew_deadline < lease).
+  EXPECT_LT(stopped_after.count(), kLeaseMs);
+  EXPECT_GE(stopped_after.count(), kRenewMs - kRetryMs);
 }
 
 // A small real controller: every ConfigMap labelled role=source gets an owned "<name>-mirror"

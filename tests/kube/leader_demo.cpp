@@ -4,6 +4,7 @@
 //   STOPPED <identity>      when it stops leading; the process then exits 0
 // Usage: kube_leader_demo KUBECONFIG IDENTITY LEASE_NAME LEASE_MS RENEW_MS RETRY_MS
 // Used by the failover test: two of these contend; the leader is killed; the other takes over.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,7 @@
 using namespace flotilla::kube;
 
 static std::stop_source g_stop;
-static volatile std::sig_atomic_t g_terminate = 0;
+static std::atomic<bool> g_terminate{false};  // lock-free: safe in a signal handler
 
 int main(int argc, char** argv) {
   if (argc != 7) {
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   };
   // The handler only sets a flag; a thread turns it into a stop request (request_stop runs
   // callbacks that lock mutexes, which a signal handler must not).
-  std::signal(SIGTERM, [](int) { g_terminate = 1; });
+  std::signal(SIGTERM, [](int) { g_terminate.store(true); });
   std::jthread signal_watch([](std::stop_token done) {
     while (!done.stop_requested() && !g_terminate)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
