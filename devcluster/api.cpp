@@ -1,0 +1,593 @@
+#include "devcluster/api.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "devcluster/schema.h"
+#include "devcluster/strategic_merge.h"
+
+namespace flotilla::devcluster {
+namespace {
+
+bool valid_dns_subdomain(const std::string& name) {
+  static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+  return !name.empty() && name.size() <= 253 && std::regex_match(name, re);
+}
+
+// Everything outside metadata (and outside status when status is a subresource).
+Json spec_part(const Json& obj, bool has_status) {
+  Json out = obj;
+  out.erase("metadata");
+  if (has_status) out.erase("status");
+  out.erase("apiVersion");
+  out.erase("kind");
+  return out;
+}
+
+bool is_terminal_pod(const Json& pod) {
+  std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+std::string label(const ResourceType& t) { return t.group.empty() ? t.plural : t.plural + "." + t.group; }
+
+void default_pod(Json& pod) {
+  Json& spec = pod["spec"];
+  if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Always";
+  if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
+  if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
+  if (!spec.contains("dnsPolicy")) spec["dnsPolicy"] = "ClusterFirst";
+  if (spec.contains("containers") && spec["containers"].is_array())
+    for (auto& c : spec["containers"]) {
+      if (!c.contains("terminationMessagePath")) c["terminationMessagePath"] = "/dev/termination-log";
+      if (!c.contains("imagePullPolicy")) c["imagePullPolicy"] = "IfNotPresent";
+      if (c.contains("ports") && c["ports"].is_array())
+        for (auto& p : c["ports"])
+          if (!p.contains("protocol")) p["protocol"] = "TCP";
+    }
+  Json status = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
+  if (spec.value("nodeName", "") != "")
+    status["conditions"] = Json::array({{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", now_rfc3339()}}});
+  pod["status"] = status;
+}
+
+std::vector<Cause> validate_pod(const Json& pod) {
+  std::vector<Cause> causes;
+  const Json spec = pod.value("spec", Json::object());
+  if (!spec.contains("containers") || !spec["containers"].is_array() || spec["containers"].empty()) {
+    causes.push_back({"spec.containers", "FieldValueRequired", "Required value"});
+    return causes;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < spec["containers"].size(); ++i) {
+    const Json& c = spec["containers"][i];
+    std::string at = "spec.containers[" + std::to_string(i) + "]";
+    if (!c.is_object() || c.value("name", "").empty()) causes.push_back({at + ".name", "FieldValueRequired", "Required value"});
+    else if (!names.insert(c["name"].get<std::string>()).second)
+      causes.push_back({at + ".name", "FieldValueDuplicate", "Duplicate value: \"" + c["name"].get<std::string>() + "\""});
+    if (c.is_object() && c.value("image", "").empty()) causes.push_back({at + ".image", "FieldValueRequired", "Required value"});
+  }
+  std::string rp = spec.value("restartPolicy", "Always");
+  if (rp != "Always" && rp != "OnFailure" && rp != "Never")
+    causes.push_back({"spec.restartPolicy", "FieldValueNotSupported",
+                      "Unsupported value: \"" + rp + "\": supported values: \"Always\", \"OnFailure\", \"Never\""});
+  return causes;
+}
+
+void default_service(Json& svc, uint64_t rv) {
+  Json& spec = svc["spec"];
+  if (!spec.contains("type")) spec["type"] = "ClusterIP";
+  if (!spec.contains("sessionAffinity")) spec["sessionAffinity"] = "None";
+  if (!spec.contains("clusterIP") || spec["clusterIP"] == "") {
+    // Deterministic per resourceVersion, inside 10.96.0.0/16, never .0 or .1.
+    uint64_t n = 2 + rv % 65000;
+    spec["clusterIP"] = "10.96." + std::to_string(n / 256) + "." + std::to_string(n % 256 == 0 ? 1 : n % 256);
+  }
+  if (spec["clusterIP"] != "None") spec["clusterIPs"] = Json::array({spec["clusterIP"]});
+  if (spec.contains("ports") && spec["ports"].is_array())
+    for (auto& p : spec["ports"]) {
+      if (!p.contains("protocol")) p["protocol"] = "TCP";
+      if (!p.contains("targetPort") && p.contains("port")) p["targetPort"] = p["port"];
+    }
+  if (!svc.contains("status")) svc["status"] = {{"loadBalancer", Json::object()}};
+}
+
+void default_secret(Json& secret) {
+  if (!secret.contains("type")) secret["type"] = "Opaque";
+  if (secret.contains("stringData") && secret["stringData"].is_object()) {
+    for (auto& [k, v] : secret["stringData"].items())
+      secret["data"][k] = base64_encode(v.is_string() ? v.get<std::string>() : v.dump());
+    secret.erase("stringData");
+  }
+}
+
+std::vector<Cause> validate_crd(const Json& crd) {
+  std::vector<Cause> causes;
+  const Json spec = crd.value("spec", Json::object());
+  std::string group = spec.value("group", "");
+  const Json names = spec.value("names", Json::object());
+  std::string plural = names.value("plural", "");
+  if (group.empty()) causes.push_back({"spec.group", "FieldValueRequired", "Required value"});
+  if (plural.empty()) causes.push_back({"spec.names.plural", "FieldValueRequired", "Required value"});
+  if (names.value("kind", "").empty()) causes.push_back({"spec.names.kind", "FieldValueRequired", "Required value"});
+  std::string want = plural + "." + group;
+  std::string name = crd["metadata"].value("name", "");
+  if (!plural.empty() && !group.empty() && name != want)
+    causes.push_back({"metadata.name", "FieldValueInvalid",
+                      "Invalid value: \"" + name + "\": must be spec.names.plural+\".\"+spec.group"});
+  std::string scope = spec.value("scope", "");
+  if (scope != "Namespaced" && scope != "Cluster")
+    causes.push_back({"spec.scope", "FieldValueNotSupported",
+                      "Unsupported value: \"" + scope + "\": supported values: \"Cluster\", \"Namespaced\""});
+  int storage = 0;
+  const Json versions = spec.value("versions", Json::array());
+  if (versions.empty()) causes.push_back({"spec.versions", "FieldValueInvalid", "Invalid value: null: must have exactly one version marked as storage version"});
+  for (size_t i = 0; i < versions.size(); ++i) {
+    if (versions[i].value("storage", false)) ++storage;
+    const Json schema = versions[i].value("schema", Json::object()).value("openAPIV3Schema", Json());
+    if (schema.is_null())
+      causes.push_back({"spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema", "FieldValueRequired",
+                        "Required value: schemas are required"});
+    else if (schema.value("type", "") != "object")
+      causes.push_back({"spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema.type", "FieldValueInvalid",
+                        "Invalid value: \"" + schema.value("type", "") + "\": must be object at the root"});
+  }
+  if (!versions.empty() && storage != 1)
+    causes.push_back({"spec.versions", "FieldValueInvalid", "Invalid value: " + std::to_string(storage) +
+                                                                ": must have exactly one version marked as storage version"});
+  return causes;
+}
+
+}  // namespace
+
+const ResourceType* type_for_storage(const Registry& registry, const std::string& storage_key) {
+  for (const auto& t : registry.types())
+    if (t.storage_key() == storage_key) return &t;
+  return nullptr;
+}
+
+Api::Api(Store& store) : store_(store), registry_(std::make_shared<Registry>()) {}
+
+std::shared_ptr<const Registry> Api::registry() const {
+  std::lock_guard lock(registry_mutex_);
+  return registry_;
+}
+
+const ResourceType* Api::storage_type(const std::string& storage_key) const {
+  return type_for_storage(*registry(), storage_key);
+}
+
+void Api::reload_crds() {
+  auto lock = store_.lock();
+  reload_crds_locked();
+}
+
+void Api::reload_crds_locked() {
+  std::vector<Json> crds;
+  for (const auto& [key, obj] : store_.list_locked("apiextensions.k8s.io/customresourcedefinitions", ""))
+    crds.push_back(*obj);
+  auto next = std::make_shared<Registry>(*registry());
+  next->rebuild_crds(crds);
+  std::lock_guard lock(registry_mutex_);
+  registry_ = std::move(next);
+}
+
+Outcome Api::get(const ResourceType& type, const std::string& ns, const std::string& name) {
+  auto lock = store_.lock();
+  ObjectPtr obj = store_.get_locked(type.storage_key(), ns, name);
+  if (!obj) return Outcome::fail(not_found(type.group, type.plural, name));
+  Outcome o;
+  o.object = *obj;
+  return o;
+}
+
+std::optional<ApiError> Api::check_crd_object(const ResourceType& type, Json& obj, const WriteOptions& opts,
+                                              std::vector<std::string>* warnings) const {
+  if (!type.is_crd || type.schema.is_null()) return std::nullopt;
+  apply_schema_defaults(type.schema, obj);
+  std::vector<std::string> pruned;
+  prune_unknown_fields(type.schema, obj, &pruned);
+  std::string name = obj["metadata"].value("name", "");
+  if (!pruned.empty()) {
+    if (opts.field_validation == "Strict") {
+      std::string msg = "strict decoding error: ";
+      for (size_t i = 0; i < pruned.size(); ++i) msg += (i ? ", " : "") + std::string("unknown field \"") + pruned[i] + "\"";
+      ApiError e = bad_request(msg);
+      return e;
+    }
+    if (opts.field_validation != "Ignore")
+      for (const auto& p : pruned) warnings->push_back("unknown field \"" + p + "\"");
+  }
+  auto causes = validate_against_schema(type.schema, obj);
+  if (!causes.empty()) return invalid(type.group, type.kind, name, std::move(causes));
+  return std::nullopt;
+}
+
+Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, const WriteOptions& opts) {
+  if (!body.is_object()) return Outcome::fail(bad_request("the request body must be a JSON object"));
+  std::string api_version = type.api_version();
+  if (body.contains("kind") && body["kind"] != type.kind)
+    return Outcome::fail(bad_request("the kind in the data (" + body["kind"].dump() + ") does not match the expected kind (" +
+                                     type.kind + ")"));
+  if (body.contains("apiVersion") && body["apiVersion"] != api_version)
+    return Outcome::fail(bad_request("the API version in the data (" + body["apiVersion"].get<std::string>() +
+                                     ") does not match the expected API version (" + api_version + ")"));
+  body["apiVersion"] = api_version;
+  body["kind"] = type.kind;
+  if (!body.contains("metadata") || !body["metadata"].is_object()) body["metadata"] = Json::object();
+  Json& meta = body["metadata"];
+  std::string name = meta.value("name", "");
+  if (name.empty() && !meta.value("generateName", "").empty()) name = meta["generateName"].get<std::string>() + random_suffix(5);
+  if (name.empty())
+    return Outcome::fail(invalid(type.group, type.kind, "", {{"metadata.name", "FieldValueRequired", "Required value: name or generateName is required"}}));
+  if (!valid_dns_subdomain(name))
+    return Outcome::fail(invalid(type.group, type.kind, name,
+                                 {{"metadata.name", "FieldValueInvalid",
+                                   "Invalid value: \"" + name + "\": a lowercase RFC 1123 subdomain must consist of lower case "
+                                   "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"}}));
+  meta["name"] = name;
+  if (type.namespaced) {
+    if (meta.contains("namespace") && meta["namespace"] != "" && meta["namespace"] != ns)
+      return Outcome::fail(bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+    meta["namespace"] = ns;
+  } else {
+    meta.erase("namespace");
+  }
+  for (const char* k : {"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
+    meta.erase(k);
+
+  Outcome out;
+  if (type.plural == "pods" && type.group.empty()) {
+    default_pod(body);
+    auto causes = validate_pod(body);
+    if (!causes.empty()) return Outcome::fail(invalid("", "Pod", name, std::move(causes)));
+  } else if (type.plural == "namespaces" && type.group.empty()) {
+    body["spec"] = {{"finalizers", Json::array({"kubernetes"})}};
+    body["status"] = {{"phase", "Active"}};
+    meta["labels"]["kubernetes.io/metadata.name"] = name;
+  } else if (type.plural == "secrets" && type.group.empty()) {
+    default_secret(body);
+  } else if (type.plural == "customresourcedefinitions") {
+    auto causes = validate_crd(body);
+    if (!causes.empty()) return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
+    const Json& names = body["spec"]["names"];
+    Json accepted = names;
+    if (!accepted.contains("singular")) {
+      std::string s = names.value("kind", "");
+      std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+      accepted["singular"] = s;
+    }
+    if (!accepted.contains("listKind")) accepted["listKind"] = names.value("kind", "") + "List";
+    std::string now = now_rfc3339();
+    Json stored_versions = Json::array();
+    for (const auto& v : body["spec"]["versions"])
+      if (v.value("storage", false)) stored_versions.push_back(v["name"]);
+    body["status"] = {{"acceptedNames", accepted},
+                      {"storedVersions", stored_versions},
+                      {"conditions", Json::array({{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"},
+                                                   {"message", "no conflicts found"}, {"lastTransitionTime", now}},
+                                                  {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
+                                                   {"message", "the initial names have been accepted"}, {"lastTransitionTime", now}}})}};
+  } else if (type.is_crd) {
+    if (type.has_status) body.erase("status");
+    if (auto err = check_crd_object(type, body, opts, &out.warnings)) return Outcome::fail(*err);
+  }
+
+  auto lock = store_.lock();
+  if (type.namespaced) {
+    ObjectPtr nsobj = store_.get_locked("/namespaces", "", ns);
+    if (!nsobj) return Outcome::fail(not_found("", "namespaces", ns));
+    if (nsobj->contains("metadata") && (*nsobj)["metadata"].contains("deletionTimestamp"))
+      return Outcome::fail({403, "Forbidden",
+                            label(type) + " \"" + name + "\" is forbidden: unable to create new content in namespace " + ns +
+                                " because it is being terminated",
+                            type.plural, type.group, name, {}});
+  }
+  if (store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name))
+    return Outcome::fail(already_exists(type.group, type.plural, name));
+  meta["uid"] = new_uid();
+  meta["creationTimestamp"] = now_rfc3339();
+  if (body.contains("spec") || type.is_crd) meta["generation"] = 1;
+  if (type.plural == "services" && type.group.empty()) default_service(body, store_.rv_locked() + 1);
+  if (opts.dry_run) {
+    out.code = 201;
+    out.object = body;
+    return out;
+  }
+  std::string stored_ns = type.namespaced ? ns : "";
+  store_.put_locked(type.storage_key(), stored_ns, name, std::move(body), "ADDED");
+  out.code = 201;
+  out.object = *store_.get_locked(type.storage_key(), stored_ns, name);
+  if (type.plural == "customresourcedefinitions") reload_crds_locked();
+  return out;
+}
+
+Outcome Api::update(const ResourceType& type, const std::string& ns, const std::string& name, Json body,
+                    bool status_subresource, const WriteOptions& opts) {
+  if (!body.is_object()) return Outcome::fail(bad_request("the request body must be a JSON object"));
+  auto lock = store_.lock();
+  ObjectPtr current = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
+  if (!current) return Outcome::fail(not_found(type.group, type.plural, name));
+  return update_locked(type, ns, name, std::move(body), status_subresource, opts, current);
+}
+
+Outcome Api::update_locked(const ResourceType& type, const std::string& ns, const std::string& name, Json body,
+                           bool status_subresource, const WriteOptions& opts, const ObjectPtr& current) {
+  const Json& cur = *current;
+  if (!body.contains("metadata") || !body["metadata"].is_object()) body["metadata"] = Json::object();
+  Json& meta = body["metadata"];
+  std::string cur_rv = cur["metadata"].value("resourceVersion", "");
+  std::string want_rv = meta.value("resourceVersion", "");
+  if (!want_rv.empty() && want_rv != cur_rv)
+    return Outcome::fail(conflict(type.group, type.plural, name,
+                                  "the object has been modified; please apply your changes to the latest version and try again"));
+  if (meta.contains("name") && meta["name"] != name)
+    return Outcome::fail(bad_request("the name of the object (" + meta.value("name", "") +
+                                     ") does not match the name on the URL (" + name + ")"));
+  if (body.contains("kind") && body["kind"] != type.kind)
+    return Outcome::fail(bad_request("the kind in the data (" + body["kind"].dump() + ") does not match the expected kind (" +
+                                     type.kind + ")"));
+  Json next;
+  if (status_subresource && type.has_status) {
+    next = cur;
+    if (body.contains("status")) next["status"] = body["status"];
+    else next.erase("status");
+  } else {
+    next = std::move(body);
+    if (type.has_status) {
+      if (cur.contains("status")) next["status"] = cur["status"];
+      else next.erase("status");
+    }
+    Json& m = next["metadata"];
+    for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name"}) {
+      if (cur["metadata"].contains(k)) m[k] = cur["metadata"][k];
+      else m.erase(k);
+    }
+    m.erase("managedFields");
+  }
+  next["apiVersion"] = cur.value("apiVersion", type.api_version());
+  next["kind"] = type.kind;
+  next["metadata"]["resourceVersion"] = cur_rv;
+  if (cur["metadata"].contains("generation")) next["metadata"]["generation"] = cur["metadata"]["generation"];
+
+  Outcome out;
+  if (type.is_crd) {
+    if (auto err = check_crd_object(type, next, opts, &out.warnings)) return Outcome::fail(*err);
+  } else if (type.plural == "pods" && type.group.empty() && !status_subresource) {
+    auto causes = validate_pod(next);
+    if (!causes.empty()) return Outcome::fail(invalid("", "Pod", name, std::move(causes)));
+  } else if (type.plural == "secrets" && type.group.empty()) {
+    default_secret(next);
+  }
+  if (spec_part(next, type.has_status) != spec_part(cur, type.has_status) && cur["metadata"].contains("generation"))
+    next["metadata"]["generation"] = cur["metadata"]["generation"].get<long long>() + 1;
+  if (next == cur) {
+    out.object = cur;
+    return out;
+  }
+  if (opts.dry_run) {
+    out.object = next;
+    return out;
+  }
+  std::string stored_ns = type.namespaced ? ns : "";
+  bool finalizers_empty = !next["metadata"].contains("finalizers") || next["metadata"]["finalizers"].empty();
+  if (next["metadata"].contains("deletionTimestamp") && finalizers_empty &&
+      !(type.plural == "pods" && type.group.empty() && next.value("/spec/nodeName"_json_pointer, std::string()) != "" &&
+        !is_terminal_pod(next) && next["metadata"].value("deletionGracePeriodSeconds", 0) > 0) &&
+      !(type.plural == "namespaces" && type.group.empty())) {
+    store_.put_locked(type.storage_key(), stored_ns, name, next, "MODIFIED");
+    out.object = *store_.get_locked(type.storage_key(), stored_ns, name);
+    remove_now_locked(type, ns, name);
+    return out;
+  }
+  store_.put_locked(type.storage_key(), stored_ns, name, std::move(next), "MODIFIED");
+  out.object = *store_.get_locked(type.storage_key(), stored_ns, name);
+  if (type.plural == "customresourcedefinitions") reload_crds_locked();
+  return out;
+}
+
+Outcome Api::patch(const ResourceType& type, const std::string& ns, const std::string& name,
+                   const std::string& content_type, const std::string& body, bool status_subresource,
+                   const WriteOptions& opts) {
+  std::string ct = content_type.substr(0, content_type.find(';'));
+  if (ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor")
+    return Outcome::fail({415, "UnsupportedMediaType", "server-side apply is not supported by devcluster; use kubectl apply (client-side)",
+                          "", "", "", {}});
+  if (ct == "application/strategic-merge-patch+json" && type.is_crd)
+    return Outcome::fail({415, "UnsupportedMediaType",
+                          "the body of the request was in an unknown format - accepted media types include: "
+                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                          "", "", "", {}});
+  if (ct != "application/merge-patch+json" && ct != "application/json-patch+json" &&
+      ct != "application/strategic-merge-patch+json")
+    return Outcome::fail({415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: "
+                          "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                          "", "", "", {}});
+  Json patch_doc;
+  try {
+    patch_doc = Json::parse(body);
+  } catch (const std::exception& e) {
+    return Outcome::fail(bad_request(std::string("error decoding patch: ") + e.what()));
+  }
+  auto lock = store_.lock();
+  ObjectPtr current = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
+  if (!current) return Outcome::fail(not_found(type.group, type.plural, name));
+  Json next;
+  try {
+    if (ct == "application/merge-patch+json") {
+      if (!patch_doc.is_object()) return Outcome::fail(bad_request("a merge patch must be a JSON object"));
+      next = *current;
+      next.merge_patch(patch_doc);
+    } else if (ct == "application/json-patch+json") {
+      if (!patch_doc.is_array()) return Outcome::fail(bad_request("a JSON patch must be a JSON array of operations"));
+      next = current->patch(patch_doc);
+    } else {
+      if (!patch_doc.is_object()) return Outcome::fail(bad_request("a strategic merge patch must be a JSON object"));
+      next = strategic_merge_patch(*current, patch_doc);
+    }
+  } catch (const std::exception& e) {
+    return Outcome::fail({422, "Invalid", std::string("the patch could not be applied: ") + e.what(), type.plural,
+                          type.group, name, {}});
+  }
+  if (!next.is_object()) return Outcome::fail(bad_request("the patched object is not a JSON object"));
+  return update_locked(type, ns, name, std::move(next), status_subresource, opts, current);
+}
+
+Outcome Api::mutate(const ResourceType& type, const std::string& ns, const std::string& name,
+                    const std::function<bool(Json&)>& fn, bool status_subresource) {
+  auto lock = store_.lock();
+  ObjectPtr current = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
+  if (!current) return Outcome::fail(not_found(type.group, type.plural, name));
+  Json next = *current;
+  if (!fn(next)) {
+    Outcome o;
+    o.object = *current;
+    return o;
+  }
+  if (status_subresource && type.has_status) {
+    // Status and metadata both may change: apply the main update, then the status.
+    Json status = next.contains("status") ? next["status"] : Json();
+    Outcome main = update_locked(type, ns, name, next, false, {}, current);
+    if (!main.ok()) return main;
+    ObjectPtr after = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
+    if (!after) return main;
+    Json with_status = *after;
+    if (status.is_null()) with_status.erase("status");
+    else with_status["status"] = status;
+    return update_locked(type, ns, name, std::move(with_status), true, {}, after);
+  }
+  return update_locked(type, ns, name, std::move(next), false, {}, current);
+}
+
+Outcome Api::remove_now_locked(const ResourceType& type, const std::string& ns, const std::string& name) {
+  std::string stored_ns = type.namespaced ? ns : "";
+  ObjectPtr current = store_.get_locked(type.storage_key(), stored_ns, name);
+  if (!current) return Outcome::fail(not_found(type.group, type.plural, name));
+  Outcome out;
+  out.object = *current;
+  if (type.plural == "customresourcedefinitions") {
+    // Remove every custom resource of this definition, then the definition.
+    const Json& spec = (*current)["spec"];
+    std::string key = spec.value("group", "") + "/" + spec["names"].value("plural", "");
+    for (const auto& [k, obj] : store_.list_locked(key, ""))
+      store_.remove_locked(key, (*obj)["metadata"].value("namespace", ""), (*obj)["metadata"].value("name", ""));
+  }
+  store_.remove_locked(type.storage_key(), stored_ns, name);
+  if (type.plural == "customresourcedefinitions") reload_crds_locked();
+  return out;
+}
+
+Outcome Api::remove(const ResourceType& type, const std::string& ns, const std::string& name, const DeleteOptions& opts) {
+  auto lock = store_.lock();
+  std::string stored_ns = type.namespaced ? ns : "";
+  ObjectPtr current = store_.get_locked(type.storage_key(), stored_ns, name);
+  if (!current) return Outcome::fail(not_found(type.group, type.plural, name));
+  const Json& meta = (*current)["metadata"];
+  if (!opts.precondition_uid.empty() && opts.precondition_uid != meta.value("uid", ""))
+    return Outcome::fail(conflict(type.group, type.plural, name,
+                                  "Precondition failed: UID in precondition: " + opts.precondition_uid +
+                                      ", UID in object meta: " + meta.value("uid", "")));
+  if (!opts.precondition_rv.empty() && opts.precondition_rv != meta.value("resourceVersion", ""))
+    return Outcome::fail(conflict(type.group, type.plural, name,
+                                  "Precondition failed: ResourceVersion in precondition: " + opts.precondition_rv +
+                                      ", ResourceVersion in object meta: " + meta.value("resourceVersion", "")));
+  if (opts.dry_run) {
+    Outcome o;
+    o.object = *current;
+    return o;
+  }
+  if (opts.propagation == "Orphan") {
+    std::string uid = meta.value("uid", "");
+    for (const auto& [key, obj] : store_.all_locked()) {
+      const Json& om = (*obj)["metadata"];
+      if (!om.contains("ownerReferences")) continue;
+      Json kept = Json::array();
+      for (const auto& ref : om["ownerReferences"])
+        if (ref.value("uid", "") != uid) kept.push_back(ref);
+      if (kept.size() == om["ownerReferences"].size()) continue;
+      Json next = *obj;
+      if (kept.empty()) next["metadata"].erase("ownerReferences");
+      else next["metadata"]["ownerReferences"] = kept;
+      std::string resource = key.substr(0, key.find('|'));
+      store_.put_locked(resource, om.value("namespace", ""), om.value("name", ""), std::move(next), "MODIFIED");
+    }
+  }
+  bool is_pod = type.plural == "pods" && type.group.empty();
+  bool is_ns = type.plural == "namespaces" && type.group.empty();
+  long long grace = 0;
+  if (is_pod) {
+    grace = opts.grace_seconds.value_or((*current)["spec"].value("terminationGracePeriodSeconds", 30LL));
+    if ((*current)["spec"].value("nodeName", "") == "" || is_terminal_pod(*current)) grace = 0;
+  }
+  bool has_finalizers = meta.contains("finalizers") && !meta["finalizers"].empty();
+  if (meta.contains("deletionTimestamp")) {
+    // Already terminating: a zero grace period forces a pod out (finalizers still hold it).
+    if (is_pod && grace == 0 && opts.grace_seconds.has_value() && !has_finalizers) return remove_now_locked(type, ns, name);
+    Outcome o;
+    o.object = *current;
+    return o;
+  }
+  if (has_finalizers || grace > 0 || is_ns) {
+    Json next = *current;
+    long long now = parse_rfc3339(now_rfc3339());
+    next["metadata"]["deletionTimestamp"] = rfc3339(now + grace);
+    next["metadata"]["deletionGracePeriodSeconds"] = grace;
+    if (is_ns) next["status"]["phase"] = "Terminating";
+    store_.put_locked(type.storage_key(), stored_ns, name, std::move(next), "MODIFIED");
+    Outcome o;
+    o.object = *store_.get_locked(type.storage_key(), stored_ns, name);
+    return o;
+  }
+  return remove_now_locked(type, ns, name);
+}
+
+Outcome Api::force_remove(const ResourceType& type, const std::string& ns, const std::string& name) {
+  auto lock = store_.lock();
+  ObjectPtr current = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
+  if (!current) return Outcome::fail(not_found(type.group, type.plural, name));
+  const Json& meta = (*current)["metadata"];
+  if (meta.contains("finalizers") && !meta["finalizers"].empty()) {
+    Outcome o;
+    o.object = *current;
+    return o;
+  }
+  return remove_now_locked(type, ns, name);
+}
+
+Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json& binding) {
+  std::string node = binding.value("/target/name"_json_pointer, std::string());
+  if (node.empty())
+    return Outcome::fail(invalid("", "Binding", name, {{"target.name", "FieldValueRequired", "Required value"}}));
+  const ResourceType* pods = registry()->find("", "v1", "pods");
+  auto lock = store_.lock();
+  ObjectPtr current = store_.get_locked("/pods", ns, name);
+  if (!current) return Outcome::fail(not_found("", "pods", name));
+  if ((*current)["spec"].value("nodeName", "") != "")
+    return Outcome::fail(conflict("", "pods/binding", name,
+                                  "pod " + name + " is already assigned to node \"" + (*current)["spec"].value("nodeName", "") + "\""));
+  if (!store_.get_locked("/nodes", "", node)) return Outcome::fail(not_found("", "nodes", node));
+  Json next = *current;
+  next["spec"]["nodeName"] = node;
+  Outcome main = update_locked(*pods, ns, name, next, false, {}, current);
+  if (!main.ok()) return main;
+  ObjectPtr after = store_.get_locked("/pods", ns, name);
+  Json with_status = *after;
+  Json conds = with_status["status"].value("conditions", Json::array());
+  {
+    Json kept = Json::array();
+    for (const auto& c : conds)
+      if (c.value("type", "") != "PodScheduled") kept.push_back(c);
+    conds = kept;
+  }
+  conds.push_back({{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", now_rfc3339()}});
+  with_status["status"]["conditions"] = conds;
+  Outcome o = update_locked(*pods, ns, name, std::move(with_status), true, {}, after);
+  if (!o.ok()) return o;
+  Outcome created;
+  created.code = 201;
+  created.object = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Success"}, {"code", 201}};
+  return created;
+}
+
+}  // namespace flotilla::devcluster

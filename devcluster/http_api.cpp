@@ -1,0 +1,689 @@
+#include "devcluster/http_api.h"
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "devcluster/protobuf_decode.h"
+#include "devcluster/selectors.h"
+#include "devcluster/tables.h"
+
+namespace flotilla::devcluster {
+
+using kube::net::Headers;
+using kube::net::HttpRequest;
+using kube::net::ResponseWriter;
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> out;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/'))
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+void send_json(ResponseWriter& w, int code, const Json& body, Headers extra = {}) {
+  w.respond(code, body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json", std::move(extra));
+}
+
+void send_error(ResponseWriter& w, const ApiError& e) { send_json(w, e.code, status_json(e)); }
+
+bool wants_table(const HttpRequest& req) { return req.headers.get("Accept").find("as=Table") != std::string::npos; }
+
+std::string to_hex(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+bool from_hex(const std::string& s, std::string* out) {
+  if (s.size() % 2) return false;
+  out->clear();
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int v = 0;
+    for (int k = 0; k < 2; ++k) {
+      char c = s[i + k];
+      v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1000);
+    }
+    if (v < 0) return false;
+    *out += static_cast<char>(v);
+  }
+  return true;
+}
+
+Json resource_list(const Registry& reg, const std::string& group, const std::string& version) {
+  Json resources = Json::array();
+  for (const auto& t : reg.types()) {
+    if (t.group != group || t.version != version) continue;
+    Json verbs = Json::array({"create", "delete", "get", "list", "patch", "update", "watch"});
+    Json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced}, {"kind", t.kind},
+              {"verbs", verbs}, {"storageVersionHash", ""}};
+    if (!t.short_names.empty()) r["shortNames"] = t.short_names;
+    if (!t.categories.empty()) r["categories"] = t.categories;
+    resources.push_back(r);
+    for (const auto& sub : t.subresources) {
+      Json sr = {{"name", t.plural + "/" + sub}, {"singularName", ""}, {"namespaced", t.namespaced}, {"kind", t.kind},
+                 {"verbs", sub == "binding" ? Json::array({"create"}) : sub == "log" ? Json::array({"get"})
+                                                                                     : Json::array({"get", "patch", "update"})}};
+      if (sub == "binding") sr["kind"] = "Binding";
+      resources.push_back(sr);
+    }
+  }
+  return {{"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", group.empty() ? version : group + "/" + version},
+          {"resources", resources}};
+}
+
+Json api_group(const std::string& name, const std::vector<std::string>& versions) {
+  Json vs = Json::array();
+  for (const auto& v : versions) vs.push_back({{"groupVersion", name + "/" + v}, {"version", v}});
+  return {{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", name}, {"versions", vs}, {"preferredVersion", vs[0]}};
+}
+
+// The GVK's OpenAPI definition name: "io.flotilla.v1alpha1.TrainingJob", "io.k8s.api.core.v1.Pod".
+std::string definition_name(const ResourceType& t) {
+  if (t.is_crd) {
+    std::string reversed;
+    std::stringstream ss(t.group);
+    std::vector<std::string> parts;
+    std::string p;
+    while (std::getline(ss, p, '.')) parts.push_back(p);
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) reversed += (reversed.empty() ? "" : ".") + *it;
+    return reversed + "." + t.version + "." + t.kind;
+  }
+  std::string g = t.group.empty() ? "core" : t.group.substr(0, t.group.find('.'));
+  if (t.group == "apiextensions.k8s.io") return "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions." + t.version + "." + t.kind;
+  return "io.k8s.api." + g + "." + t.version + "." + t.kind;
+}
+
+Json definition_schema(const ResourceType& t, bool v3) {
+  Json s = t.is_crd && !t.schema.is_null() ? t.schema : Json{{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
+  s["x-kubernetes-group-version-kind"] = Json::array({{{"group", t.group}, {"version", t.version}, {"kind", t.kind}}});
+  if (t.is_crd) {
+    // Describe metadata like kube-apiserver does for CRDs so clients see it as ObjectMeta.
+    std::string ref = v3 ? "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+                         : "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    s["properties"]["metadata"] = {{"allOf", Json::array({{{"$ref", ref}}})}};
+    s["properties"]["apiVersion"] = {{"type", "string"}};
+    s["properties"]["kind"] = {{"type", "string"}};
+  }
+  return s;
+}
+
+Json openapi_paths(const ResourceType& t, bool v3) {
+  std::string base = t.group.empty() ? "/api/" + t.version : "/apis/" + t.group + "/" + t.version;
+  std::string coll = t.namespaced ? base + "/namespaces/{namespace}/" + t.plural : base + "/" + t.plural;
+  std::string item = coll + "/{name}";
+  Json gvk = {{"group", t.group}, {"version", t.version}, {"kind", t.kind}};
+  Json params = Json::array({{{"name", "dryRun"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
+                             {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
+                             {{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}}}}});
+  if (!v3)
+    for (auto& p : params) {
+      p.erase("schema");
+      p["type"] = "string";
+    }
+  std::string ref = v3 ? "#/components/schemas/" + definition_name(t) : "#/definitions/" + definition_name(t);
+  auto op = [&](const std::string& action, const std::string& id, bool with_params, bool patch) {
+    Json o = {{"operationId", id + t.kind}, {"x-kubernetes-action", action}, {"x-kubernetes-group-version-kind", gvk},
+              {"responses", {{"200", {{"description", "OK"}}}}}};
+    if (with_params) o["parameters"] = params;
+    if (v3 && with_params) {
+      Json content = Json::object();
+      if (patch) {
+        for (const char* ct : {"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"})
+          content[ct] = {{"schema", {{"type", "object"}}}};
+        // Strategic merge is accepted for built-in types, but not advertised here: our built-in
+        // schemas are opaque, and kubectl would then fail to compute patches from them instead
+        // of falling back to its compiled-in type information.
+      } else {
+        content["application/json"] = {{"schema", {{"$ref", ref}}}};
+      }
+      o["requestBody"] = {{"content", content}, {"required", true}};
+    }
+    if (!v3 && patch) {
+      Json consumes = Json::array({"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"});
+      if (!t.is_crd) consumes.push_back("application/strategic-merge-patch+json");
+      o["consumes"] = consumes;
+    }
+    return o;
+  };
+  Json paths = Json::object();
+  paths[coll] = {{"get", op("list", "list", false, false)}, {"post", op("post", "create", true, false)}};
+  paths[item] = {{"get", op("get", "read", false, false)},
+                 {"put", op("put", "replace", true, false)},
+                 {"patch", op("patch", "patch", true, true)},
+                 {"delete", op("delete", "delete", false, false)}};
+  if (t.has_status)
+    paths[item + "/status"] = {{"get", op("get", "readStatus", false, false)},
+                               {"put", op("put", "replaceStatus", true, false)},
+                               {"patch", op("patch", "patchStatus", true, true)}};
+  return paths;
+}
+
+Json object_meta_schema() {
+  return {{"type", "object"},
+          {"properties",
+           {{"name", {{"type", "string"}}},
+            {"generateName", {{"type", "string"}}},
+            {"namespace", {{"type", "string"}}},
+            {"uid", {{"type", "string"}}},
+            {"resourceVersion", {{"type", "string"}}},
+            {"generation", {{"type", "integer"}, {"format", "int64"}}},
+            {"creationTimestamp", {{"type", "string"}, {"format", "date-time"}}},
+            {"deletionTimestamp", {{"type", "string"}, {"format", "date-time"}}},
+            {"deletionGracePeriodSeconds", {{"type", "integer"}, {"format", "int64"}}},
+            {"labels", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+            {"annotations", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+            {"finalizers", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+            {"ownerReferences", {{"type", "array"}, {"items", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}},
+            {"managedFields", {{"type", "array"}, {"items", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}};
+}
+
+std::string gv_path(const ResourceType& t) { return t.group.empty() ? "api/" + t.version : "apis/" + t.group + "/" + t.version; }
+
+// Both selectors of a list or watch; answers 400 and returns false when one is malformed.
+bool parse_selectors(const HttpRequest& req, LabelSelector* labels, FieldSelector* fields, ResponseWriter& w) {
+  std::string error;
+  if (parse_label_selector(req.query_param("labelSelector"), labels, &error) &&
+      parse_field_selector(req.query_param("fieldSelector"), fields, &error))
+    return true;
+  send_error(w, bad_request(error));
+  return false;
+}
+
+// The object as served at `api_version` (CRDs share one storage across versions).
+Json as_version(const Json& obj, const ResourceType& t) {
+  if (obj.value("apiVersion", "") == t.api_version()) return obj;
+  Json copy = obj;
+  copy["apiVersion"] = t.api_version();
+  return copy;
+}
+
+}  // namespace
+
+void HttpApi::respond_outcome(ResponseWriter& w, const Outcome& o, const std::string&) {
+  if (!o.ok()) return send_error(w, *o.error);
+  Headers h;
+  for (const auto& warning : o.warnings) h.add("Warning", "299 - " + Json(warning).dump());
+  send_json(w, o.code, o.object, std::move(h));
+}
+
+void HttpApi::discovery(const HttpRequest& req, const std::vector<std::string>& seg, ResponseWriter& w, bool* handled) {
+  *handled = true;
+  auto reg = api_.registry();
+  if (seg.size() == 1 && seg[0] == "api") {
+    return send_json(w, 200, {{"kind", "APIVersions"}, {"versions", {"v1"}},
+                              {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", options_.server_address.empty() ? req.headers.get("Host") : options_.server_address}}}}});
+  }
+  if (seg.size() == 2 && seg[0] == "api" && seg[1] == "v1") return send_json(w, 200, resource_list(*reg, "", "v1"));
+  if (seg.size() == 1 && seg[0] == "apis") {
+    Json groups = Json::array();
+    for (const auto& [g, versions] : reg->groups()) groups.push_back(api_group(g, versions));
+    return send_json(w, 200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}});
+  }
+  if (seg.size() == 2 && seg[0] == "apis") {
+    for (const auto& [g, versions] : reg->groups())
+      if (g == seg[1]) return send_json(w, 200, api_group(g, versions));
+    return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", "", "", {}});
+  }
+  if (seg.size() == 3 && seg[0] == "apis") {
+    Json list = resource_list(*reg, seg[1], seg[2]);
+    if (list["resources"].empty())
+      return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", "", "", {}});
+    return send_json(w, 200, list);
+  }
+  *handled = false;
+}
+
+void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& seg, ResponseWriter& w) {
+  auto reg = api_.registry();
+  std::string hash = std::to_string(reg->generation());
+  if (seg[1] == "v2") {
+    if (req.headers.get("Accept").find("protobuf") != std::string::npos &&
+        req.headers.get("Accept").find("json") == std::string::npos)
+      return send_error(w, {406, "NotAcceptable", "devcluster serves OpenAPI v2 as JSON only", "", "", "", {}});
+    Json doc = {{"swagger", "2.0"}, {"info", {{"title", "Kubernetes (flotilla devcluster)"}, {"version", "v1.32.0"}}}};
+    Json paths = Json::object(), defs = Json::object();
+    for (const auto& t : reg->types()) {
+      Json type_paths = openapi_paths(t, false);
+      for (auto& [p, v] : type_paths.items()) paths[p] = v;
+      defs[definition_name(t)] = definition_schema(t, false);
+    }
+    defs["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"] = object_meta_schema();
+    doc["paths"] = paths;
+    doc["definitions"] = defs;
+    return send_json(w, 200, doc);
+  }
+  // v3
+  if (seg.size() == 2) {
+    Json paths = Json::object();
+    std::vector<std::string> gvs = {"api/v1"};
+    for (const auto& t : reg->types())
+      if (std::find(gvs.begin(), gvs.end(), gv_path(t)) == gvs.end()) gvs.push_back(gv_path(t));
+    for (const auto& gv : gvs) paths[gv] = {{"serverRelativeURL", "/openapi/v3/" + gv + "?hash=" + hash}};
+    return send_json(w, 200, {{"paths", paths}});
+  }
+  std::string gv;
+  for (size_t i = 2; i < seg.size(); ++i) gv += (gv.empty() ? "" : "/") + seg[i];
+  Json paths = Json::object(), schemas = Json::object();
+  bool any = false;
+  for (const auto& t : reg->types()) {
+    if (gv_path(t) != gv) continue;
+    any = true;
+    Json type_paths = openapi_paths(t, true);
+    for (auto& [p, v] : type_paths.items()) paths[p] = v;
+    schemas[definition_name(t)] = definition_schema(t, true);
+  }
+  if (!any) return send_error(w, {404, "NotFound", "no OpenAPI document for " + gv, "", "", "", {}});
+  schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"] = object_meta_schema();
+  Json doc = {{"openapi", "3.0.0"},
+              {"info", {{"title", "Kubernetes (flotilla devcluster)"}, {"version", "v1.32.0"}}},
+              {"paths", paths},
+              {"components", {{"schemas", schemas}}}};
+  Headers h;
+  h.set("Cache-Control", "public, immutable");
+  h.set("Etag", "\"" + hash + "\"");
+  send_json(w, 200, doc, std::move(h));
+}
+
+void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
+  LabelSelector labels;
+  FieldSelector fields;
+  if (!parse_selectors(req, &labels, &fields, w)) return;
+  long long limit = 0;
+  try {
+    std::string l = req.query_param("limit");
+    if (!l.empty()) limit = std::stoll(l);
+  } catch (...) {
+    return send_error(w, bad_request("limit must be an integer"));
+  }
+  std::string after;
+  std::string token = req.query_param("continue");
+  if (!token.empty() && !from_hex(token, &after))
+    return send_error(w, {410, "Expired", "the provided continue parameter is too old or malformed", "", "", "", {}});
+  std::vector<ObjectPtr> items;
+  std::string next_token;
+  long long remaining = 0;
+  uint64_t rv;
+  {
+    auto lock = api_.store().lock();
+    rv = api_.store().rv_locked();
+    auto all = api_.store().list_locked(type.storage_key(), type.namespaced ? ns : "", after);
+    std::string last_key;
+    for (const auto& [key, obj] : all) {
+      if (!labels.matches((*obj)["metadata"].value("labels", Json::object()))) continue;
+      if (!fields.empty() && !fields.matches(*obj)) continue;
+      if (limit > 0 && static_cast<long long>(items.size()) >= limit) {
+        ++remaining;
+        continue;
+      }
+      items.push_back(obj);
+      last_key = key;
+    }
+    if (remaining > 0) next_token = to_hex(last_key);
+  }
+  if (wants_table(req)) {
+    std::vector<const Json*> ptrs;
+    for (const auto& o : items) ptrs.push_back(o.get());
+    return send_json(w, 200, make_table(type, ptrs, std::to_string(rv), next_token, req.query_param("includeObject", "Metadata")));
+  }
+  // Build the body by concatenation: items are already JSON and may be many.
+  Json meta = {{"resourceVersion", std::to_string(rv)}};
+  if (!next_token.empty()) {
+    meta["continue"] = next_token;
+    meta["remainingItemCount"] = remaining;
+  }
+  std::string body = "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() + "\",\"metadata\":" +
+                     meta.dump() + ",\"items\":[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) body += ',';
+    const Json& obj = *items[i];
+    body += obj.value("apiVersion", "") == type.api_version() ? obj.dump() : as_version(obj, type).dump();
+  }
+  body += "]}";
+  w.respond(200, std::move(body), "application/json");
+}
+
+void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
+  LabelSelector labels;
+  FieldSelector fields;
+  if (!parse_selectors(req, &labels, &fields, w)) return;
+  std::string rv_text = req.query_param("resourceVersion");
+  uint64_t since = 0;
+  if (!rv_text.empty() && rv_text != "0") {
+    try {
+      since = std::stoull(rv_text);
+    } catch (...) {
+      return send_error(w, bad_request("resourceVersion must be an integer, got \"" + rv_text + "\""));
+    }
+  }
+  bool bookmarks = req.query_param("allowWatchBookmarks") == "true";
+  bool initial_events = req.query_param("sendInitialEvents") == "true";
+  bool table = wants_table(req);
+  std::string include_object = req.query_param("includeObject", "Metadata");
+  long long timeout_seconds = 0;
+  try {
+    std::string t = req.query_param("timeoutSeconds");
+    if (!t.empty()) timeout_seconds = std::stoll(t);
+  } catch (...) {
+  }
+  auto deadline = timeout_seconds > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds)
+                                      : std::chrono::steady_clock::time_point::max();
+  const std::string storage = type.storage_key();
+  const std::string scope_ns = type.namespaced ? ns : "";
+  bool first_table_event = true;
+
+  auto matches = [&](const Json& obj) {
+    if (!scope_ns.empty() && obj["metadata"].value("namespace", "") != scope_ns) return false;
+    if (!labels.matches(obj["metadata"].value("labels", Json::object()))) return false;
+    return fields.empty() || fields.matches(obj);
+  };
+  auto encode = [&](const std::string& ev_type, const Json& obj, const std::string* prebuilt) -> std::string {
+    if (table) {
+      long long now = static_cast<long long>(std::time(nullptr));
+      Json t = {{"kind", "Table"}, {"apiVersion", "meta.k8s.io/v1"},
+                {"metadata", {{"resourceVersion", obj["metadata"].value("resourceVersion", "")}}},
+                {"columnDefinitions", first_table_event ? table_columns(type) : Json::array()},
+                {"rows", Json::array({table_row(type, obj, now, include_object)})}};
+      first_table_event = false;
+      return Json{{"type", ev_type}, {"object", t}}.dump() + "\n";
+    }
+    if (prebuilt && obj.value("apiVersion", "") == type.api_version()) return *prebuilt;
+    return Json{{"type", ev_type}, {"object", as_version(obj, type)}}.dump() + "\n";
+  };
+  auto bookmark = [&](uint64_t rv, bool initial_end) {
+    Json meta = {{"resourceVersion", std::to_string(rv)}};
+    if (initial_end) meta["annotations"] = {{"k8s.io/initial-events-end", "true"}};
+    return Json{{"type", "BOOKMARK"}, {"object", {{"kind", type.kind}, {"apiVersion", type.api_version()}, {"metadata", meta}}}}
+               .dump() + "\n";
+  };
+
+  std::string out;
+  uint64_t cursor;
+  Store& store = api_.store();
+  {
+    auto lock = store.lock();
+    if (since == 0 || initial_events) {
+      for (const auto& [key, obj] : store.list_locked(storage, scope_ns))
+        if (matches(*obj)) out += encode("ADDED", *obj, nullptr);
+      cursor = store.rv_locked();
+      if (initial_events && bookmarks) out += bookmark(cursor, true);
+    } else {
+      if (since < store.oldest_resumable_rv_locked()) {
+        lock.unlock();
+        ApiError gone{410, "Expired", "too old resource version: " + rv_text + " (" +
+                                          std::to_string(store.oldest_resumable_rv_locked()) + ")", "", "", "", {}};
+        w.begin_stream(200, Headers());
+        w.write_chunk(Json{{"type", "ERROR"}, {"object", status_json(gone)}}.dump() + "\n");
+        return;
+      }
+      cursor = since;
+    }
+  }
+  Headers h;
+  h.set("Content-Type", "application/json");
+  if (!w.begin_stream(200, std::move(h))) return;
+  if (!out.empty() && !w.write_chunk(out)) return;
+  auto last_sent = std::chrono::steady_clock::now();
+  std::vector<EventPtr> events;
+  while (!w.should_stop() && std::chrono::steady_clock::now() < deadline) {
+    events.clear();
+    bool expired = false;
+    {
+      auto lock = store.lock();
+      store.wait_locked(lock, cursor, std::chrono::milliseconds(200));
+      expired = !store.events_since_locked(cursor, &events);
+      if (!expired && events.empty()) cursor = std::max(cursor, store.rv_locked());
+    }
+    if (expired) {
+      ApiError gone{410, "Expired", "too old resource version: " + std::to_string(cursor), "", "", "", {}};
+      w.write_chunk(Json{{"type", "ERROR"}, {"object", status_json(gone)}}.dump() + "\n");
+      return;
+    }
+    out.clear();
+    for (const auto& ev : events) {
+      cursor = ev->rv;
+      if (ev->resource != storage) continue;
+      bool now_in = matches(*ev->object);
+      if (ev->type == "MODIFIED" && ev->previous) {
+        // As kube-apiserver does: entering the selection is ADDED, leaving it is DELETED.
+        bool was_in = matches(*ev->previous);
+        if (now_in && !was_in) out += encode("ADDED", *ev->object, nullptr);
+        else if (!now_in && was_in) out += encode("DELETED", *ev->object, nullptr);
+        else if (now_in) out += encode(ev->type, *ev->object, &ev->line);
+        continue;
+      }
+      if (now_in) out += encode(ev->type, *ev->object, &ev->line);
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!out.empty()) {
+      if (!w.write_chunk(out)) return;
+      last_sent = now;
+    } else if (bookmarks && now - last_sent >= options_.bookmark_interval) {
+      if (!w.write_chunk(bookmark(cursor, false))) return;
+      last_sent = now;
+    }
+  }
+}
+
+void HttpApi::serve_log(const std::string& ns, const std::string& name, const HttpRequest& req, ResponseWriter& w) {
+  const ResourceType* pods = api_.registry()->find("", "v1", "pods");
+  Outcome pod = api_.get(*pods, ns, name);
+  if (!pod.ok()) return send_error(w, *pod.error);
+  std::string container = req.query_param("container");
+  if (container.empty()) container = pod.object.value("/spec/containers/0/name"_json_pointer, std::string());
+  std::string path = pod_log_path ? pod_log_path(ns, name, container) : "";
+  std::ifstream in(path);
+  if (path.empty() || !in)
+    return send_error(w, bad_request("container \"" + container + "\" in pod \"" + name + "\" has no log yet"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  std::string tail = req.query_param("tailLines");
+  if (!tail.empty()) {
+    long n = std::stol(tail);
+    size_t pos = text.size();
+    if (pos && text[pos - 1] == '\n') --pos;
+    while (n > 0 && pos != std::string::npos && pos > 0) {
+      pos = text.rfind('\n', pos - 1);
+      --n;
+    }
+    if (pos != std::string::npos && n == 0) text = text.substr(pos + 1);
+  }
+  w.respond(200, text, "text/plain");
+}
+
+void HttpApi::handle(const HttpRequest& req, ResponseWriter& w) {
+  try {
+    handle_inner(req, w);
+  } catch (const std::exception& e) {
+    // A bug must cost one request, never the server.
+    if (!w.responded()) send_error(w, {500, "InternalError", std::string("internal error: ") + e.what(), "", "", "", {}});
+  }
+}
+
+void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
+  const std::string path = req.path();
+  auto seg = split_path(path);
+  if (path == "/healthz" || path == "/livez" || path == "/readyz") return void(w.respond(200, "ok", "text/plain"));
+  if (path == "/version")
+    return send_json(w, 200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-flotilla-devcluster"},
+                              {"gitCommit", "devcluster"}, {"gitTreeState", "clean"}, {"buildDate", "2026-01-01T00:00:00Z"},
+                              {"goVersion", "n/a"}, {"compiler", "g++"}, {"platform", "linux/amd64"}});
+  // Authentication: bearer token or a client certificate from the cluster CA.
+  std::string auth = req.headers.get("Authorization");
+  bool authenticated = (!options_.token.empty() && auth == "Bearer " + options_.token) || !w.peer_common_name().empty();
+  if (!authenticated) return send_error(w, {401, "Unauthorized", "Unauthorized", "", "", "", {}});
+
+  if (!seg.empty() && seg[0] == "openapi" && seg.size() >= 2 && (seg[1] == "v2" || seg[1] == "v3"))
+    return openapi(req, seg, w);
+  if (!seg.empty() && seg[0] == "admin") {
+    if (!admin) return send_error(w, {404, "NotFound", "no admin endpoints", "", "", "", {}});
+    Json body = Json::object();
+    if (!req.body.empty()) {
+      try {
+        body = Json::parse(req.body);
+      } catch (const std::exception& e) {
+        return send_error(w, bad_request(std::string("malformed JSON body: ") + e.what()));
+      }
+    }
+    return respond_outcome(w, admin(req.method, std::vector<std::string>(seg.begin() + 1, seg.end()), body), "");
+  }
+  if (req.method == "GET") {
+    bool handled = false;
+    discovery(req, seg, w, &handled);
+    if (handled) return;
+  }
+
+  // Resource paths.
+  std::string group, version;
+  size_t rest_at;
+  if (seg.size() >= 3 && seg[0] == "api" && seg[1] == "v1") {
+    version = "v1";
+    rest_at = 2;
+  } else if (seg.size() >= 4 && seg[0] == "apis") {
+    group = seg[1];
+    version = seg[2];
+    rest_at = 3;
+  } else {
+    return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", "", "", {}});
+  }
+  std::vector<std::string> rest(seg.begin() + static_cast<long>(rest_at), seg.end());
+  auto reg = api_.registry();
+  std::string ns, plural, name, sub;
+  const ResourceType* type = nullptr;
+  if (rest.size() >= 3 && rest[0] == "namespaces") {
+    const ResourceType* t = reg->find(group, version, rest[2]);
+    if (t && t->namespaced) {
+      ns = rest[1];
+      plural = rest[2];
+      if (rest.size() >= 4) name = rest[3];
+      if (rest.size() >= 5) sub = rest[4];
+      if (rest.size() > 5) type = nullptr, plural.clear();
+      type = rest.size() <= 5 ? t : nullptr;
+    }
+  }
+  if (!type && plural.empty()) {
+    plural = rest[0];
+    if (rest.size() >= 2) name = rest[1];
+    if (rest.size() >= 3) sub = rest[2];
+    type = rest.size() <= 3 ? reg->find(group, version, plural) : nullptr;
+  }
+  if (!type)
+    return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", group, "", {}});
+  if (!sub.empty() && std::find(type->subresources.begin(), type->subresources.end(), sub) == type->subresources.end())
+    return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", group, "", {}});
+  if (type->namespaced && ns.empty() && !name.empty())
+    return send_error(w, {404, "NotFound", "the server could not find the requested resource (namespace required)", "", group, "", {}});
+  if (type->namespaced && !ns.empty()) {
+    // A namespace path segment must exist for reads too (creates check it themselves).
+  }
+
+  WriteOptions wopts;
+  wopts.dry_run = req.query_param("dryRun") == "All";
+  wopts.field_validation = req.query_param("fieldValidation");
+  auto parse_body = [&](Json* out) -> bool {
+    std::string ct = req.headers.get("Content-Type");
+    if (ct.rfind("application/vnd.kubernetes.protobuf", 0) == 0) {
+      std::string perr;
+      if (decode_kubernetes_protobuf(req.body, out, &perr)) return true;
+      if (req.method == "DELETE") {  // typed clients send DeleteOptions as protobuf: use defaults
+        *out = Json::object();
+        return true;
+      }
+      send_error(w, {415, "UnsupportedMediaType", perr, "", "", "", {}});
+      return false;
+    }
+    try {
+      *out = Json::parse(req.body);
+      return true;
+    } catch (const std::exception& e) {
+      send_error(w, bad_request(std::string("the body of the request could not be decoded as JSON: ") + e.what()));
+      return false;
+    }
+  };
+
+  if (name.empty()) {
+    if (req.method == "GET") {
+      std::string watch_param = req.query_param("watch");
+      if (watch_param == "true" || watch_param == "1") return watch(*type, ns, req, w);
+      return list(*type, ns, req, w);
+    }
+    if (req.method == "POST") {
+      Json body;
+      if (!parse_body(&body)) return;
+      return respond_outcome(w, api_.create(*type, ns, std::move(body), wopts), type->api_version());
+    }
+    return send_error(w, {405, "MethodNotAllowed", "the server does not allow this method on the requested resource", "", "", "", {}});
+  }
+  if (sub == "log") {
+    if (req.method != "GET") return send_error(w, {405, "MethodNotAllowed", "log is read-only", "", "", "", {}});
+    return serve_log(ns, name, req, w);
+  }
+  if (sub == "binding") {
+    if (req.method != "POST") return send_error(w, {405, "MethodNotAllowed", "binding accepts POST only", "", "", "", {}});
+    Json body;
+    if (!parse_body(&body)) return;
+    return respond_outcome(w, api_.bind_pod(ns, name, body), "v1");
+  }
+  bool status_sub = sub == "status";
+  if (sub == "scale") return send_error(w, {404, "NotFound", "the scale subresource is not implemented by devcluster", "", "", "", {}});
+  if (req.method == "GET") {
+    Outcome o = api_.get(*type, ns, name);
+    if (o.ok()) o.object = as_version(o.object, *type);
+    if (o.ok() && wants_table(req)) {
+      std::vector<const Json*> one = {&o.object};
+      return send_json(w, 200, make_table(*type, one, o.object["metadata"].value("resourceVersion", ""), "",
+                                          req.query_param("includeObject", "Metadata")));
+    }
+    return respond_outcome(w, o, type->api_version());
+  }
+  if (req.method == "PUT") {
+    Json body;
+    if (!parse_body(&body)) return;
+    Outcome o = api_.update(*type, ns, name, std::move(body), status_sub, wopts);
+    if (o.ok()) o.object = as_version(o.object, *type);
+    return respond_outcome(w, o, type->api_version());
+  }
+  if (req.method == "PATCH") {
+    Outcome o = api_.patch(*type, ns, name, req.headers.get("Content-Type"), req.body, status_sub, wopts);
+    if (o.ok()) o.object = as_version(o.object, *type);
+    return respond_outcome(w, o, type->api_version());
+  }
+  if (req.method == "DELETE") {
+    DeleteOptions dopts;
+    Json body = Json::object();
+    if (!req.body.empty() && !parse_body(&body)) return;
+    if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
+      dopts.grace_seconds = body["gracePeriodSeconds"].get<long long>();
+    std::string grace_q = req.query_param("gracePeriodSeconds");
+    if (!grace_q.empty()) {
+      try {
+        dopts.grace_seconds = std::stoll(grace_q);
+      } catch (...) {
+        return send_error(w, bad_request("gracePeriodSeconds must be an integer"));
+      }
+    }
+    dopts.propagation = body.value("propagationPolicy", req.query_param("propagationPolicy"));
+    if (body.contains("preconditions")) {
+      dopts.precondition_uid = body["preconditions"].value("uid", "");
+      dopts.precondition_rv = body["preconditions"].value("resourceVersion", "");
+    }
+    dopts.dry_run = wopts.dry_run || (body.contains("dryRun") && !body["dryRun"].empty());
+    Outcome o = api_.remove(*type, ns, name, dopts);
+    if (o.ok()) o.object = as_version(o.object, *type);
+    return respond_outcome(w, o, type->api_version());
+  }
+  send_error(w, {405, "MethodNotAllowed", "the server does not allow this method on the requested resource", "", "", "", {}});
+}
+
+}  // namespace flotilla::devcluster

@@ -1,0 +1,112 @@
+// The virtual kubelet, scheduler and controllers of devcluster: it binds pending pods to
+// virtual GPU nodes, runs each container's command as a local process group, reflects exits in
+// pod status per restartPolicy, deletes pods gracefully (SIGTERM, then SIGKILL after the grace
+// period), fails and removes nodes, garbage-collects dependents of deleted owners, and
+// finalizes terminating namespaces.
+//
+// Guarantees: every process runs in its own process group, which is signalled as a whole;
+//   stop() terminates every process group it started (SIGTERM, then SIGKILL after 2 s) before
+//   returning; GPUs on a node are handed out as distinct indices, never oversubscribed.
+//   Processes get the pod's env (value, fieldRef, configMapKeyRef, secretKeyRef, envFrom),
+//   POD_NAME, POD_NAMESPACE, POD_UID, POD_IP, NODE_NAME, FLOTILLA_VISIBLE_GPUS,
+//   FLOTILLA_GPU_TYPE, FLOTILLA_POD_DIR (also the working dir), and CUDA_VISIBLE_DEVICES when
+//   the node asks for it; stdout+stderr go to <pod dir>/<container>.log.
+// Assumes: containers have `command` (+`args`; `args` alone are run as the command line, there
+//   being no image entrypoint); a container with neither runs nothing and is
+//   reported Running (like a pause container). Images are ignored.
+// Caveats: if devcluster itself is SIGKILLed, direct children die (PDEATHSIG) but their own
+//   children may survive; init containers, probes, volumes and resource limits other than
+//   nvidia.com/gpu are not implemented.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <sys/types.h>
+#include <thread>
+#include <vector>
+
+#include "devcluster/api.h"
+
+namespace flotilla::devcluster {
+
+struct KubeletOptions {
+  std::filesystem::path pods_dir;
+  std::chrono::milliseconds tick{50};
+  std::chrono::milliseconds shutdown_grace{2000};
+};
+
+class Kubelet {
+ public:
+  Kubelet(Api& api, KubeletOptions options);
+  ~Kubelet();
+  void start();
+  void stop();
+
+  // Admin operations: POST nodes (body: node spec), POST nodes/NAME/{fail,recover,cordon,
+  // uncordon}, DELETE nodes/NAME, POST compact, POST watch-window (body {"events": N}).
+  Outcome admin(const std::string& method, const std::vector<std::string>& segments, const Json& body);
+  std::string log_path(const std::string& ns, const std::string& pod, const std::string& container) const;
+
+ private:
+  struct Container {
+    std::string name;
+    bool has_command = false;
+    pid_t pid = -1;  // also the process group id
+    bool running = false;
+    bool terminated = false;
+    int exit_code = 0;
+    std::string reason;
+    int restarts = 0;
+    std::string started_at;
+    std::string finished_at;
+    bool waiting_restart = false;
+    std::chrono::steady_clock::time_point restart_at;
+  };
+  struct Run {
+    std::string ns, name, uid, node;
+    std::filesystem::path dir;
+    std::vector<int> gpus;
+    std::vector<Container> containers;
+    std::string restart_policy;
+    bool terminating = false;
+    std::chrono::steady_clock::time_point kill_at;
+    bool finished = false;  // terminal phase reported
+  };
+
+  void loop();
+  void full_resync();
+  void handle_pod(const std::string& ns, const std::string& name);
+  void handle_node(const std::string& name);
+  void schedule_pending();
+  void reap_children();
+  void timers();
+  void gc_pass();
+  void start_pod(const Json& pod);
+  bool start_container(Run& run, size_t index, const Json& pod);
+  void publish_status(Run& run);
+  void kill_run(Run& run, int sig);
+  void fail_pods_on_node(const std::string& node, const std::string& reason, const std::string& message, bool remove);
+  std::vector<int> allocate_gpus(const std::string& node, int count) const;
+
+  Api& api_;
+  KubeletOptions options_;
+  const ResourceType* pods_ = nullptr;
+  const ResourceType* nodes_ = nullptr;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;  // guards runs_ and pending_ against admin calls
+  std::map<std::string, Run> runs_;  // by pod uid
+  std::map<pid_t, std::pair<std::string, size_t>> pid_index_;
+  std::set<std::string> pending_;  // "ns/name" waiting for a node
+  bool pending_dirty_ = true;
+  bool gc_dirty_ = true;
+  uint64_t cursor_ = 0;
+  std::chrono::steady_clock::time_point last_schedule_, last_gc_;
+};
+
+}  // namespace flotilla::devcluster

@@ -1,0 +1,183 @@
+// flotilla-devcluster: a local Kubernetes API server with virtual GPU nodes.
+//
+//   flotilla-devcluster --listen 127.0.0.1:PORT --nodes nodes.yaml --data-dir DIR --kubeconfig-out FILE
+//                       [--watch-window EVENTS] [--bookmark-interval-ms MS]
+//   flotilla-devcluster admin ACTION [ARGS] --kubeconfig FILE
+//     fail-node NAME | recover-node NAME | cordon NAME | uncordon NAME | remove-node NAME
+//     add-node NAME --gpu-type T --gpu-count N [--zone Z] | compact | watch-window EVENTS
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include "devcluster/api_types.h"
+#include "devcluster/devcluster.h"
+#include "kube/net/http_client.h"
+
+namespace {
+
+int usage(const std::string& problem) {
+  if (!problem.empty()) std::cerr << "flotilla-devcluster: " << problem << "\n";
+  std::cerr << "usage: flotilla-devcluster --listen HOST:PORT --data-dir DIR [--nodes nodes.yaml] [--kubeconfig-out FILE]\n"
+               "                           [--watch-window EVENTS] [--bookmark-interval-ms MS]\n"
+               "       flotilla-devcluster admin fail-node|recover-node|cordon|uncordon|remove-node NAME --kubeconfig FILE\n"
+               "       flotilla-devcluster admin add-node NAME --gpu-type T --gpu-count N [--zone Z] --kubeconfig FILE\n"
+               "       flotilla-devcluster admin compact|watch-window EVENTS --kubeconfig FILE\n";
+  return 2;
+}
+
+// Splits argv into positional words and --flag values.
+bool parse_flags(int argc, char** argv, int from, std::vector<std::string>* words, std::map<std::string, std::string>* flags,
+                 std::string* error) {
+  for (int i = from; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) == 0) {
+      auto eq = a.find('=');
+      if (eq != std::string::npos) {
+        (*flags)[a.substr(2, eq - 2)] = a.substr(eq + 1);
+      } else if (i + 1 < argc) {
+        (*flags)[a.substr(2)] = argv[++i];
+      } else {
+        *error = "flag " + a + " needs a value";
+        return false;
+      }
+    } else {
+      words->push_back(a);
+    }
+  }
+  return true;
+}
+
+int run_admin(int argc, char** argv) {
+  std::vector<std::string> words;
+  std::map<std::string, std::string> flags;
+  std::string error;
+  if (!parse_flags(argc, argv, 2, &words, &flags, &error)) return usage(error);
+  if (words.empty()) return usage("admin needs an action");
+  std::string kubeconfig = flags.count("kubeconfig") ? flags["kubeconfig"] : (getenv("KUBECONFIG") ? getenv("KUBECONFIG") : "");
+  if (kubeconfig.empty()) return usage("admin needs --kubeconfig FILE (or $KUBECONFIG)");
+  flotilla::kube::net::ClientConfig cfg;
+  try {
+    YAML::Node kc = YAML::LoadFile(kubeconfig);
+    YAML::Node cluster = kc["clusters"][0]["cluster"];
+    cfg.server = cluster["server"].as<std::string>();
+    if (cluster["certificate-authority-data"])
+      cfg.tls.ca_pem = flotilla::devcluster::base64_decode(cluster["certificate-authority-data"].as<std::string>());
+    cfg.bearer_token = kc["users"][0]["user"]["token"].as<std::string>();
+  } catch (const std::exception& e) {
+    std::cerr << "flotilla-devcluster: cannot read kubeconfig " << kubeconfig << ": " << e.what() << "\n";
+    return 1;
+  }
+  auto client = flotilla::kube::net::HttpClient::create(cfg, &error);
+  if (!client) {
+    std::cerr << "flotilla-devcluster: " << error << "\n";
+    return 1;
+  }
+  const std::string& action = words[0];
+  std::string method = "POST", target;
+  nlohmann::json body = nlohmann::json::object();
+  auto need_name = [&]() -> bool { return words.size() == 2; };
+  if (action == "fail-node" || action == "recover-node" || action == "cordon" || action == "uncordon") {
+    if (!need_name()) return usage(action + " needs a node NAME");
+    std::string verb = action == "fail-node" ? "fail" : action == "recover-node" ? "recover" : action;
+    target = "/admin/nodes/" + words[1] + "/" + verb;
+  } else if (action == "remove-node") {
+    if (!need_name()) return usage("remove-node needs a node NAME");
+    method = "DELETE";
+    target = "/admin/nodes/" + words[1];
+  } else if (action == "add-node") {
+    if (!need_name()) return usage("add-node needs a node NAME");
+    body["name"] = words[1];
+    if (flags.count("gpu-type")) body["gpuType"] = flags["gpu-type"];
+    try {
+      if (flags.count("gpu-count")) body["gpuCount"] = std::stoi(flags["gpu-count"]);
+    } catch (...) {
+      return usage("--gpu-count must be an integer");
+    }
+    if (flags.count("zone")) body["zone"] = flags["zone"];
+    target = "/admin/nodes";
+  } else if (action == "compact") {
+    target = "/admin/compact";
+  } else if (action == "watch-window") {
+    if (!need_name()) return usage("watch-window needs EVENTS");
+    try {
+      body["events"] = std::stoll(words[1]);
+    } catch (...) {
+      return usage("watch-window EVENTS must be an integer");
+    }
+    target = "/admin/watch-window";
+  } else {
+    return usage("unknown admin action '" + action + "'");
+  }
+  auto r = client->send(method, target, body.dump());
+  if (!r.ok()) {
+    std::cerr << "flotilla-devcluster: " << r.error << "\n";
+    return 1;
+  }
+  if (r.response.status >= 300) {
+    std::string message = r.response.body;
+    try {
+      message = nlohmann::json::parse(r.response.body).value("message", message);
+    } catch (...) {
+    }
+    std::cerr << "flotilla-devcluster: " << action << " failed (" << r.response.status << "): " << message << "\n";
+    return 1;
+  }
+  std::cout << action << ": ok\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "admin") return run_admin(argc, argv);
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) return usage(""), 0;
+  std::vector<std::string> words;
+  std::map<std::string, std::string> flags;
+  std::string error;
+  if (!parse_flags(argc, argv, 1, &words, &flags, &error)) return usage(error);
+  if (!words.empty()) return usage("unexpected argument '" + words[0] + "'");
+  for (const auto& [k, v] : flags)
+    if (k != "listen" && k != "nodes" && k != "data-dir" && k != "kubeconfig-out" && k != "watch-window" &&
+        k != "bookmark-interval-ms")
+      return usage("unknown flag --" + k);
+  flotilla::devcluster::DevclusterOptions options;
+  if (flags.count("listen")) options.listen = flags["listen"];
+  if (flags.count("nodes")) options.nodes_file = flags["nodes"];
+  if (flags.count("data-dir")) options.data_dir = flags["data-dir"];
+  if (flags.count("kubeconfig-out")) options.kubeconfig_out = flags["kubeconfig-out"];
+  try {
+    if (flags.count("watch-window")) options.watch_window_events = std::stoul(flags["watch-window"]);
+    if (flags.count("bookmark-interval-ms")) options.bookmark_interval_ms = std::stoi(flags["bookmark-interval-ms"]);
+  } catch (...) {
+    return usage("--watch-window and --bookmark-interval-ms take integers");
+  }
+  // Block the stop signals in every thread; the main thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  flotilla::devcluster::Devcluster cluster;
+  if (!cluster.start(options, &error)) {
+    std::cerr << "flotilla-devcluster: " << error << "\n";
+    cluster.stop();
+    return 1;
+  }
+  std::cout << "devcluster serving " << cluster.server_url() << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cout << "devcluster stopping (" << strsignal(sig) << ")" << std::endl;
+  cluster.stop();
+  return 0;
+}

@@ -1,0 +1,136 @@
+#include "devcluster/nodes_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "devcluster/api_types.h"
+
+namespace flotilla::devcluster {
+
+namespace {
+
+nlohmann::json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json o = nlohmann::json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& el : n) a.push_back(yaml_to_json(el));
+      return a;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string s = n.as<std::string>();
+      if (n.Tag() != "!") {  // unquoted: try int and bool
+        try {
+          size_t pos = 0;
+          long long v = std::stoll(s, &pos);
+          if (pos == s.size()) return v;
+        } catch (...) {
+        }
+        if (s == "true") return true;
+        if (s == "false") return false;
+      }
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+std::string scalar(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+bool node_spec_from_json(const nlohmann::json& j, NodeSpec* out, std::string* error) {
+  if (!j.is_object()) {
+    *error = "a node entry must be a mapping with at least `name`";
+    return false;
+  }
+  out->name = j.contains("name") ? scalar(j["name"]) : "";
+  if (out->name.empty()) {
+    *error = "a node entry has no `name`";
+    return false;
+  }
+  out->gpu_type = j.contains("gpuType") ? scalar(j["gpuType"]) : "";
+  if (j.contains("gpuCount")) {
+    if (!j["gpuCount"].is_number_integer() || j["gpuCount"].get<long long>() < 0) {
+      *error = "node " + out->name + ": gpuCount must be a non-negative integer";
+      return false;
+    }
+    out->gpu_count = j["gpuCount"].get<int>();
+  }
+  out->zone = j.contains("zone") ? scalar(j["zone"]) : "";
+  if (j.contains("cpu")) out->cpu = scalar(j["cpu"]);
+  if (j.contains("memory")) out->memory = scalar(j["memory"]);
+  if (j.contains("labels")) {
+    if (!j["labels"].is_object()) {
+      *error = "node " + out->name + ": labels must be a mapping";
+      return false;
+    }
+    for (auto& [k, v] : j["labels"].items()) out->labels[k] = scalar(v);
+  }
+  out->cuda_visible_devices = j.value("cudaVisibleDevices", false);
+  return true;
+}
+
+bool parse_nodes_yaml(const std::string& text, std::vector<NodeSpec>* out, std::string* error) {
+  nlohmann::json doc;
+  try {
+    doc = yaml_to_json(YAML::Load(text));
+  } catch (const std::exception& e) {
+    *error = std::string("nodes file is not valid YAML: ") + e.what();
+    return false;
+  }
+  if (doc.is_object() && doc.contains("nodes")) doc = doc["nodes"];
+  if (doc.is_null()) doc = nlohmann::json::array();
+  if (!doc.is_array()) {
+    *error = "nodes file must be a list of nodes or a mapping with `nodes:`";
+    return false;
+  }
+  for (size_t i = 0; i < doc.size(); ++i) {
+    NodeSpec spec;
+    if (!node_spec_from_json(doc[i], &spec, error)) {
+      *error = "nodes[" + std::to_string(i) + "]: " + *error;
+      return false;
+    }
+    for (const auto& other : *out)
+      if (other.name == spec.name) {
+        *error = "nodes[" + std::to_string(i) + "]: duplicate node name " + spec.name;
+        return false;
+      }
+    out->push_back(std::move(spec));
+  }
+  return true;
+}
+
+nlohmann::json node_object(const NodeSpec& s) {
+  nlohmann::json labels = {{"kubernetes.io/hostname", s.name}, {"kubernetes.io/os", "linux"}, {"kubernetes.io/arch", "amd64"},
+                           {"type", "virtual-gpu-node"}};
+  if (!s.gpu_type.empty()) labels["nvidia.com/gpu.product"] = s.gpu_type;
+  labels["nvidia.com/gpu.count"] = std::to_string(s.gpu_count);
+  if (!s.zone.empty()) labels["topology.kubernetes.io/zone"] = s.zone;
+  for (const auto& [k, v] : s.labels) labels[k] = v;
+  nlohmann::json resources = {{"cpu", s.cpu}, {"memory", s.memory}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(s.gpu_count)}};
+  std::string now = now_rfc3339();
+  nlohmann::json node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", s.name}, {"labels", labels}}},
+      {"spec", nlohmann::json::object()},
+      {"status",
+       {{"capacity", resources},
+        {"allocatable", resources},
+        {"conditions", nlohmann::json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"},
+                                               {"message", "devcluster virtual kubelet is posting ready status"},
+                                               {"lastHeartbeatTime", now}, {"lastTransitionTime", now}}})},
+        {"addresses", nlohmann::json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
+                                             {{"type", "Hostname"}, {"address", s.name}}})},
+        {"nodeInfo", {{"kubeletVersion", "v1.32.0-devcluster"}, {"operatingSystem", "linux"}, {"architecture", "amd64"},
+                      {"containerRuntimeVersion", "devcluster://processes"}}}}}};
+  if (s.cuda_visible_devices) node["metadata"]["annotations"][kCudaAnnotation] = "true";
+  return node;
+}
+
+}  // namespace flotilla::devcluster

@@ -1,0 +1,190 @@
+#include "devcluster/protobuf_decode.h"
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "devcluster/api_types.h"
+
+namespace flotilla::devcluster {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Field {
+  int number = 0;
+  int wire = 0;
+  uint64_t varint = 0;
+  std::string bytes;
+};
+
+// Calls fn for every field of a message; false on truncated input.
+bool for_each_field(const std::string& msg, const std::function<void(const Field&)>& fn) {
+  size_t pos = 0;
+  auto read_varint = [&](uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= msg.size()) return false;
+      unsigned char b = static_cast<unsigned char>(msg[pos++]);
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  while (pos < msg.size()) {
+    uint64_t key;
+    if (!read_varint(&key)) return false;
+    Field f;
+    f.number = static_cast<int>(key >> 3);
+    f.wire = static_cast<int>(key & 7);
+    if (f.wire == 0) {
+      if (!read_varint(&f.varint)) return false;
+    } else if (f.wire == 2) {
+      uint64_t len;
+      if (!read_varint(&len) || pos + len > msg.size()) return false;
+      f.bytes = msg.substr(pos, len);
+      pos += len;
+    } else if (f.wire == 1) {
+      if (pos + 8 > msg.size()) return false;
+      pos += 8;
+    } else if (f.wire == 5) {
+      if (pos + 4 > msg.size()) return false;
+      pos += 4;
+    } else {
+      return false;
+    }
+    fn(f);
+  }
+  return true;
+}
+
+std::pair<std::string, std::string> map_entry(const std::string& bytes) {
+  std::pair<std::string, std::string> kv;
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.number == 1) kv.first = f.bytes;
+    if (f.number == 2) kv.second = f.bytes;
+  });
+  return kv;
+}
+
+Json owner_reference(const std::string& bytes) {
+  Json o = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    switch (f.number) {
+      case 1: o["kind"] = f.bytes; break;
+      case 3: o["name"] = f.bytes; break;
+      case 4: o["uid"] = f.bytes; break;
+      case 5: o["apiVersion"] = f.bytes; break;
+      case 6: o["controller"] = f.varint != 0; break;
+      case 7: o["blockOwnerDeletion"] = f.varint != 0; break;
+    }
+  });
+  return o;
+}
+
+Json object_meta(const std::string& bytes) {
+  Json m = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    switch (f.number) {
+      case 1: if (!f.bytes.empty()) m["name"] = f.bytes; break;
+      case 2: if (!f.bytes.empty()) m["generateName"] = f.bytes; break;
+      case 3: if (!f.bytes.empty()) m["namespace"] = f.bytes; break;
+      case 6: if (!f.bytes.empty()) m["resourceVersion"] = f.bytes; break;
+      case 11: { auto kv = map_entry(f.bytes); m["labels"][kv.first] = kv.second; break; }
+      case 12: { auto kv = map_entry(f.bytes); m["annotations"][kv.first] = kv.second; break; }
+      case 13: m["ownerReferences"].push_back(owner_reference(f.bytes)); break;
+      case 14: m["finalizers"].push_back(f.bytes); break;
+    }
+  });
+  return m;
+}
+
+bool valid_utf8(const std::string& s) {
+  try {
+    (void)Json(s).dump();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+bool decode_kubernetes_protobuf(const std::string& body, Json* out, std::string* error) {
+  if (body.size() < 4 || body.compare(0, 4, std::string("k8s\0", 4)) != 0) {
+    *error = "protobuf body without the k8s magic prefix";
+    return false;
+  }
+  std::string api_version, kind, raw;
+  bool ok = for_each_field(body.substr(4), [&](const Field& f) {
+    if (f.number == 1)
+      for_each_field(f.bytes, [&](const Field& t) {
+        if (t.number == 1) api_version = t.bytes;
+        if (t.number == 2) kind = t.bytes;
+      });
+    if (f.number == 2) raw = f.bytes;
+  });
+  if (!ok) {
+    *error = "truncated protobuf body";
+    return false;
+  }
+  Json obj = {{"apiVersion", api_version}, {"kind", kind}};
+  bool known = true;
+  ok = for_each_field(raw, [&](const Field& f) {
+    if (f.number == 1 && f.wire == 2) {
+      obj["metadata"] = object_meta(f.bytes);
+      return;
+    }
+    if (kind == "Namespace") {
+      if (f.number == 2)
+        for_each_field(f.bytes, [&](const Field& s) {
+          if (s.number == 1) obj["spec"]["finalizers"].push_back(s.bytes);
+        });
+    } else if (kind == "ConfigMap") {
+      if (f.number == 2) {
+        auto kv = map_entry(f.bytes);
+        obj["data"][kv.first] = kv.second;
+      } else if (f.number == 3) {
+        auto kv = map_entry(f.bytes);
+        obj["binaryData"][kv.first] = base64_encode(kv.second);
+      } else if (f.number == 4) {
+        obj["immutable"] = f.varint != 0;
+      }
+    } else if (kind == "Secret") {
+      if (f.number == 2) {
+        auto kv = map_entry(f.bytes);
+        obj["data"][kv.first] = base64_encode(kv.second);
+      } else if (f.number == 3) {
+        obj["type"] = f.bytes;
+      } else if (f.number == 4) {
+        auto kv = map_entry(f.bytes);
+        obj["stringData"][kv.first] = kv.second;
+      } else if (f.number == 5) {
+        obj["immutable"] = f.varint != 0;
+      }
+    } else if (kind == "ServiceAccount") {
+      if (f.number == 4) obj["automountServiceAccountToken"] = f.varint != 0;
+    } else {
+      known = false;
+    }
+  });
+  if (!known || (kind != "Namespace" && kind != "ConfigMap" && kind != "Secret" && kind != "ServiceAccount")) {
+    *error = "devcluster decodes protobuf only for Namespace, ConfigMap, Secret and ServiceAccount, not " + kind +
+             "; send JSON instead (e.g. kubectl apply -f or kubectl create -f)";
+    return false;
+  }
+  if (!ok || !valid_utf8(obj.dump(-1, ' ', false, Json::error_handler_t::replace))) {
+    *error = "malformed protobuf body for " + kind;
+    return false;
+  }
+  for (const char* key : {"data", "stringData"})
+    if (obj.contains(key))
+      for (auto& [k, v] : obj[key].items())
+        if (!valid_utf8(v.get<std::string>())) {
+          *error = "non-UTF-8 string in " + std::string(key);
+          return false;
+        }
+  *out = std::move(obj);
+  return true;
+}
+
+}  // namespace flotilla::devcluster

@@ -1,0 +1,40 @@
+// Label and field selectors as the Kubernetes API parses them.
+//
+// Guarantees: parse_* return false with a message naming the bad term; matching follows the
+//   Kubernetes semantics (`!=` and `notin` match objects without the label).
+// Assumes: label selectors use =, ==, !=, in, notin, exists (`k`) and not-exists (`!k`);
+//   field selectors use =, ==, != on metadata.name, metadata.namespace, spec.nodeName,
+//   status.phase and any other dotted path into the object.
+// Caveats: no set-based syntax for fields (neither does Kubernetes).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace flotilla::devcluster {
+
+struct Requirement {
+  enum class Op { equals, not_equals, in, not_in, exists, not_exists } op;
+  std::string key;
+  std::vector<std::string> values;
+};
+
+struct LabelSelector {
+  std::vector<Requirement> requirements;
+  bool matches(const nlohmann::json& labels) const;  // labels: object or null
+  bool empty() const { return requirements.empty(); }
+};
+
+struct FieldSelector {
+  std::vector<Requirement> requirements;  // equals / not_equals only; key is a dotted path
+  bool matches(const nlohmann::json& object) const;
+  bool empty() const { return requirements.empty(); }
+};
+
+bool parse_label_selector(const std::string& text, LabelSelector* out, std::string* error);
+bool parse_field_selector(const std::string& text, FieldSelector* out, std::string* error);
+// metav1.LabelSelector (matchLabels + matchExpressions) as used in specs.
+bool label_selector_from_json(const nlohmann::json& selector, LabelSelector* out, std::string* error);
+
+}  // namespace flotilla::devcluster

@@ -1,0 +1,348 @@
+#include "devcluster/store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace flotilla::devcluster {
+namespace {
+
+constexpr uint64_t kFirstRv = 1000;  // leaves "0" and small numbers meaning "any" / unset
+
+std::string key_of(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+bool write_all_fd(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void fsync_dir(const std::filesystem::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+Store::~Store() { close(); }
+
+std::string Store::make_line(const std::string& type, const Json& obj) const {
+  return "{\"type\":\"" + type + "\",\"object\":" + obj.dump() + "}\n";
+}
+
+bool Store::open(const StoreOptions& options, std::string* error) {
+  options_ = options;
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) {
+    *error = "cannot create data dir " + options.dir.string() + ": " + ec.message();
+    return false;
+  }
+  rv_ = kFirstRv;
+  window_floor_ = kFirstRv;
+  if (!load(error)) return false;
+  // Start every run from a fresh snapshot and an empty log.
+  if (!write_snapshot(error)) return false;
+  std::filesystem::remove(options_.dir / "log", ec);
+  std::filesystem::remove(options_.dir / "log.old", ec);
+  log_fd_ = ::open((options_.dir / "log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd_ < 0) {
+    *error = "cannot open " + (options_.dir / "log").string() + ": " + std::strerror(errno);
+    return false;
+  }
+  fsync_dir(options_.dir);
+  sync_thread_ = std::thread([this] { sync_loop(); });
+  return true;
+}
+
+void Store::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  sync_cv_.notify_all();
+  cv_.notify_all();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  if (log_fd_ >= 0) {
+    ::fdatasync(log_fd_);
+    ::close(log_fd_);
+    log_fd_ = -1;
+  }
+}
+
+bool Store::load(std::string* error) {
+  auto apply = [&](const Json& rec, bool window_only) {
+    uint64_t rv = rec.at("rv").get<uint64_t>();
+    std::string type = rec.at("t").get<std::string>();
+    auto ev = std::make_shared<StoredEvent>();
+    ev->rv = rv;
+    ev->type = type;
+    ev->resource = rec.at("r").get<std::string>();
+    ev->ns = rec.at("ns").get<std::string>();
+    ev->name = rec.at("n").get<std::string>();
+    ev->object = std::make_shared<const Json>(rec.at("o"));
+    ev->line = make_line(type, *ev->object);
+    if (!window_only) {
+      if (type == "DELETED") objects_[ev->resource].erase(key_of(ev->ns, ev->name));
+      else objects_[ev->resource][key_of(ev->ns, ev->name)] = ev->object;
+      rv_ = std::max(rv_, rv);
+    }
+    push_window_locked(ev);
+  };
+  uint64_t snapshot_rv = 0;
+  std::ifstream snap(options_.dir / "snapshot");
+  if (snap) {
+    std::string line;
+    if (!std::getline(snap, line)) {
+      *error = "snapshot in " + options_.dir.string() + " is empty; remove it or restore it from a backup";
+      return false;
+    }
+    try {
+      Json head = Json::parse(line);
+      snapshot_rv = head.at("rv").get<uint64_t>();
+      rv_ = snapshot_rv;
+      window_floor_ = head.at("floor").get<uint64_t>();
+      while (std::getline(snap, line)) {
+        if (line.empty()) continue;
+        Json rec = Json::parse(line);
+        if (rec.contains("w")) {
+          apply(rec, true);
+        } else {
+          objects_[rec.at("r").get<std::string>()][key_of(rec.at("ns"), rec.at("n"))] =
+              std::make_shared<const Json>(std::move(rec.at("o")));
+        }
+      }
+    } catch (const std::exception& e) {
+      *error = "snapshot in " + options_.dir.string() + " is corrupt (" + e.what() + ")";
+      return false;
+    }
+  }
+  for (const char* name : {"log.old", "log"}) {
+    std::ifstream log(options_.dir / name);
+    std::string line;
+    while (std::getline(log, line)) {
+      if (line.empty() || line.back() != '}') break;  // a torn last write
+      Json rec;
+      try {
+        rec = Json::parse(line);
+      } catch (...) {
+        break;
+      }
+      if (rec.at("rv").get<uint64_t>() <= snapshot_rv) continue;
+      apply(rec, false);
+    }
+  }
+  return true;
+}
+
+bool Store::write_snapshot(std::string* error) {
+  std::map<std::string, std::map<std::string, ObjectPtr>> objects;
+  std::deque<EventPtr> window;
+  uint64_t rv, floor;
+  {
+    std::lock_guard lock(mutex_);
+    objects = objects_;
+    window = window_;
+    rv = rv_;
+    floor = window_floor_;
+  }
+  auto tmp = options_.dir / "snapshot.tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot write " + tmp.string() + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string buf = Json{{"rv", rv}, {"floor", floor}}.dump() + "\n";
+  bool ok = true;
+  for (const auto& [resource, items] : objects) {
+    for (const auto& [key, obj] : items) {
+      auto slash = key.find('/');
+      buf += Json{{"r", resource}, {"ns", key.substr(0, slash)}, {"n", key.substr(slash + 1)}, {"o", *obj}}.dump();
+      buf += '\n';
+      if (buf.size() > (1 << 20)) {
+        ok = ok && write_all_fd(fd, buf);
+        buf.clear();
+      }
+    }
+  }
+  for (const auto& ev : window) {
+    buf += Json{{"w", 1}, {"rv", ev->rv}, {"t", ev->type}, {"r", ev->resource}, {"ns", ev->ns}, {"n", ev->name},
+                {"o", *ev->object}}.dump();
+    buf += '\n';
+    if (buf.size() > (1 << 20)) {
+      ok = ok && write_all_fd(fd, buf);
+      buf.clear();
+    }
+  }
+  ok = ok && write_all_fd(fd, buf) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) {
+    *error = "cannot write " + tmp.string() + ": " + std::strerror(errno);
+    return false;
+  }
+  std::filesystem::rename(tmp, options_.dir / "snapshot");
+  fsync_dir(options_.dir);
+  return true;
+}
+
+void Store::sync_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    sync_cv_.wait_for(lock, options_.sync_interval);
+    if (dirty_ && log_fd_ >= 0) {
+      dirty_ = false;
+      int fd = log_fd_;
+      lock.unlock();
+      ::fdatasync(fd);
+      lock.lock();
+    }
+    if (log_events_ >= options_.compact_log_after_events && !stopping_) {
+      // Rotate the log, then write a snapshot that covers everything in the old one.
+      ::fdatasync(log_fd_);
+      ::close(log_fd_);
+      std::error_code ec;
+      std::filesystem::rename(options_.dir / "log", options_.dir / "log.old", ec);
+      log_fd_ = ::open((options_.dir / "log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      log_events_ = 0;
+      lock.unlock();
+      std::string error;
+      if (write_snapshot(&error)) std::filesystem::remove(options_.dir / "log.old", ec);
+      lock.lock();
+    }
+  }
+}
+
+ObjectPtr Store::get_locked(const std::string& resource, const std::string& ns, const std::string& name) const {
+  auto r = objects_.find(resource);
+  if (r == objects_.end()) return nullptr;
+  auto it = r->second.find(key_of(ns, name));
+  return it == r->second.end() ? nullptr : it->second;
+}
+
+std::vector<std::pair<std::string, ObjectPtr>> Store::list_locked(const std::string& resource, const std::string& ns,
+                                                                  const std::string& after_key) const {
+  std::vector<std::pair<std::string, ObjectPtr>> out;
+  auto r = objects_.find(resource);
+  if (r == objects_.end()) return out;
+  auto it = after_key.empty() ? (ns.empty() ? r->second.begin() : r->second.lower_bound(ns + "/"))
+                              : r->second.upper_bound(after_key);
+  for (; it != r->second.end(); ++it) {
+    if (!ns.empty() && it->first.compare(0, ns.size() + 1, ns + "/") != 0) break;
+    out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, ObjectPtr>> Store::all_locked() const {
+  std::vector<std::pair<std::string, ObjectPtr>> out;
+  for (const auto& [resource, items] : objects_)
+    for (const auto& [key, obj] : items) out.emplace_back(resource + "|" + key, obj);
+  return out;
+}
+
+void Store::push_window_locked(EventPtr e) {
+  window_.push_back(std::move(e));
+  while (window_.size() > options_.window_events) {
+    window_floor_ = window_.front()->rv;
+    window_.pop_front();
+  }
+}
+
+void Store::append_log_locked(const StoredEvent& e) {
+  if (log_fd_ < 0) return;
+  // The watch line already holds the serialized object; reuse it rather than dump twice.
+  std::string rec = "{\"rv\":" + std::to_string(e.rv) + ",\"t\":\"" + e.type + "\",\"r\":" + Json(e.resource).dump() +
+                    ",\"ns\":" + Json(e.ns).dump() + ",\"n\":" + Json(e.name).dump() + ",\"o\":";
+  size_t obj_start = e.line.find(",\"object\":") + 10;
+  rec.append(e.line, obj_start, e.line.size() - obj_start - 2);  // drop the closing "}\n"
+  rec += "}\n";
+  write_all_fd(log_fd_, rec);
+  ++log_events_;
+  dirty_ = true;
+}
+
+uint64_t Store::put_locked(const std::string& resource, const std::string& ns, const std::string& name, Json obj,
+                           const std::string& type) {
+  uint64_t rv = ++rv_;
+  obj["metadata"]["resourceVersion"] = std::to_string(rv);
+  auto ev = std::make_shared<StoredEvent>();
+  ev->rv = rv;
+  ev->type = type;
+  ev->resource = resource;
+  ev->ns = ns;
+  ev->name = name;
+  ev->object = std::make_shared<const Json>(std::move(obj));
+  ev->line = make_line(type, *ev->object);
+  ObjectPtr& slot = objects_[resource][key_of(ns, name)];
+  if (type == "MODIFIED") ev->previous = slot;
+  slot = ev->object;
+  append_log_locked(*ev);
+  push_window_locked(ev);
+  cv_.notify_all();
+  return rv;
+}
+
+uint64_t Store::remove_locked(const std::string& resource, const std::string& ns, const std::string& name) {
+  auto r = objects_.find(resource);
+  if (r == objects_.end()) return 0;
+  auto it = r->second.find(key_of(ns, name));
+  if (it == r->second.end()) return 0;
+  uint64_t rv = ++rv_;
+  Json last = *it->second;
+  last["metadata"]["resourceVersion"] = std::to_string(rv);
+  r->second.erase(it);
+  auto ev = std::make_shared<StoredEvent>();
+  ev->rv = rv;
+  ev->type = "DELETED";
+  ev->resource = resource;
+  ev->ns = ns;
+  ev->name = name;
+  ev->object = std::make_shared<const Json>(std::move(last));
+  ev->line = make_line("DELETED", *ev->object);
+  append_log_locked(*ev);
+  push_window_locked(ev);
+  cv_.notify_all();
+  return rv;
+}
+
+bool Store::events_since_locked(uint64_t since, std::vector<EventPtr>* out) const {
+  if (since < window_floor_) return false;
+  // Binary search: the window is sorted by rv.
+  auto it = std::upper_bound(window_.begin(), window_.end(), since,
+                             [](uint64_t v, const EventPtr& e) { return v < e->rv; });
+  for (; it != window_.end(); ++it) out->push_back(*it);
+  return true;
+}
+
+void Store::wait_locked(std::unique_lock<std::mutex>& lock, uint64_t since, std::chrono::milliseconds timeout) {
+  cv_.wait_for(lock, timeout, [&] { return rv_ > since || stopping_; });
+}
+
+void Store::compact_window() {
+  std::lock_guard lock(mutex_);
+  window_.clear();
+  window_floor_ = rv_;
+  cv_.notify_all();
+}
+
+void Store::set_window_events(size_t n) {
+  std::lock_guard lock(mutex_);
+  options_.window_events = std::max<size_t>(n, 1);
+  while (window_.size() > options_.window_events) {
+    window_floor_ = window_.front()->rv;
+    window_.pop_front();
+  }
+}
+
+}  // namespace flotilla::devcluster

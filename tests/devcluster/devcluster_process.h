@@ -1,0 +1,191 @@
+// Test helper: runs the real flotilla-devcluster binary as a child process on a free port
+// (it binds port 0 and writes its kubeconfig), talks to it over HTTPS with kube/net, and runs
+// real kubectl against it. Every server is stopped in the destructor (SIGTERM, then SIGKILL).
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "kube/net/http_client.h"
+
+namespace devcluster_test {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+  int status = pclose(f);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// Polls `pred` every 50 ms until it holds or `limit` passes.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+inline std::string binary() { return std::string(FLOTILLA_BINARY_DIR) + "/devcluster/flotilla-devcluster"; }
+
+inline const char* kNodesYaml = R"(nodes:
+  - name: a100-0
+    gpuType: A100-80GB
+    gpuCount: 8
+    zone: zone-a
+  - name: h100-0
+    gpuType: H100-80GB
+    gpuCount: 4
+    zone: zone-b
+    labels: {pool: fast}
+)";
+
+class DevclusterProcess {
+ public:
+  explicit DevclusterProcess(const std::string& test_name, std::vector<std::string> extra_args = {})
+      : extra_args_(std::move(extra_args)) {
+    dir_ = fs::temp_directory_path() / ("flotilla-devcluster-test-" + test_name + "-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write_text(dir_ / "nodes.yaml", kNodesYaml);
+  }
+  ~DevclusterProcess() {
+    stop();
+    fs::remove_all(dir_);
+  }
+
+  fs::path dir() const { return dir_; }
+  fs::path data_dir() const { return dir_ / "data"; }
+  fs::path kubeconfig() const { return dir_ / "kubeconfig"; }
+
+  bool start() {
+    fs::remove(kubeconfig());
+    std::vector<std::string> args = {binary(), "--listen", "127.0.0.1:0", "--nodes", (dir_ / "nodes.yaml").string(),
+                                     "--data-dir", data_dir().string(), "--kubeconfig-out", kubeconfig().string()};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::string log = (dir_ / "devcluster.log").string();
+      FILE* f = freopen(log.c_str(), "a", stdout);
+      (void)f;
+      dup2(1, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    bool up = eventually([&] { return fs::exists(kubeconfig()) && read_text(kubeconfig()).find("current-context") != std::string::npos; },
+                         20s);
+    if (!up) return false;
+    std::string kc = read_text(kubeconfig());
+    auto s = kc.find("server: ") + 8;
+    server_ = kc.substr(s, kc.find('\n', s) - s);
+    token_ = read_text(data_dir() / "token");
+    while (!token_.empty() && token_.back() == '\n') token_.pop_back();
+    ca_ = read_text(data_dir() / "pki" / "ca.crt");
+    client_ = make_client(token_);
+    return client_ != nullptr;
+  }
+
+  // SIGTERM and wait (bounded), then SIGKILL.
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 200; ++i) {
+      pid_t r = waitpid(pid_, nullptr, WNOHANG);
+      if (r == pid_ || r < 0) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  std::unique_ptr<flotilla::kube::net::HttpClient> make_client(const std::string& token) const {
+    flotilla::kube::net::ClientConfig cfg;
+    cfg.server = server_;
+    cfg.tls.ca_pem = ca_;
+    cfg.bearer_token = token;
+    std::string error;
+    return flotilla::kube::net::HttpClient::create(cfg, &error);
+  }
+  flotilla::kube::net::HttpClient& http() { return *client_; }
+
+  // JSON request; returns {status, body as JSON (or the raw text under "raw")}.
+  std::pair<int, Json> call(const std::string& method, const std::string& path, const Json& body = nullptr,
+                            const std::string& content_type = "application/json") {
+    auto r = client_->send(method, path, body.is_null() ? "" : body.dump(), content_type);
+    if (!r.ok()) return {0, Json{{"transport_error", r.error}}};
+    Json j;
+    try {
+      j = Json::parse(r.response.body);
+    } catch (...) {
+      j = Json{{"raw", r.response.body}};
+    }
+    return {r.response.status, j};
+  }
+
+  // kubectl is preinstalled where Flotilla builds; elsewhere the kubectl checks are skipped.
+  static bool have_kubectl() { return run_command("kubectl version --client").exit_code == 0; }
+
+  CommandResult kubectl(const std::string& args) const {
+    return run_command("kubectl --kubeconfig " + kubeconfig().string() + " --cache-dir " + (dir_ / "kcache").string() +
+                       " " + args);
+  }
+  CommandResult admin(const std::string& args) const {
+    return run_command(binary() + " admin " + args + " --kubeconfig " + kubeconfig().string());
+  }
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  fs::path dir_;
+  std::vector<std::string> extra_args_;
+  pid_t pid_ = -1;
+  std::string server_, token_, ca_;
+  std::unique_ptr<flotilla::kube::net::HttpClient> client_;
+};
+
+}  // namespace devcluster_test
