@@ -1,0 +1,344 @@
+#include "worker/runtime/tcp_transport.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace flotilla::worker {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+void write_all(int fd, const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("socket send failed");
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+// Returns false on a clean EOF before any byte.
+bool read_all(int fd, void* data, std::size_t size) {
+  auto* p = static_cast<char*>(data);
+  std::size_t got = 0;
+  while (got < size) {
+    ssize_t n = ::recv(fd, p + got, size - got, 0);
+    if (n == 0) {
+      if (got == 0) return false;
+      throw std::runtime_error("connection closed in the middle of a message");
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("socket recv failed");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+sockaddr_in resolve(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr)
+    throw std::runtime_error("cannot resolve MASTER_ADDR '" + host + "'");
+  sockaddr_in addr = *reinterpret_cast<sockaddr_in*>(res->ai_addr);
+  ::freeaddrinfo(res);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  return addr;
+}
+
+int listen_on(const std::string& host, int port, int backlog) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("socket() failed");
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr = resolve(host, port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    fail("cannot listen on " + host + ":" + std::to_string(port));
+  }
+  if (::listen(fd, backlog) != 0) fail("listen() failed");
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+int accept_within(int listen_fd, std::chrono::milliseconds timeout, const std::string& who) {
+  pollfd p{listen_fd, POLLIN, 0};
+  int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  if (r == 0) throw std::runtime_error("rendezvous timed out waiting for " + who);
+  if (r < 0) fail("poll() failed");
+  int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) fail("accept() failed");
+  set_nodelay(fd);
+  return fd;
+}
+
+int connect_retrying(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  sockaddr_in addr = resolve(host, port);
+  while (true) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) fail("socket() failed");
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      set_nodelay(fd);
+      return fd;
+    }
+    ::close(fd);
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("rendezvous timed out connecting to " + host + ":" +
+                               std::to_string(port) + " (is rank 0 running?)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int env_int(const char* name, int fallback, bool required) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    if (required) throw std::runtime_error(std::string("environment variable ") + name +
+                                           " is not set (the launcher sets RANK, WORLD_SIZE, "
+                                           "MASTER_ADDR, MASTER_PORT)");
+    return fallback;
+  }
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1000000)
+    throw std::runtime_error(std::string("environment variable ") + name + "='" + v +
+                             "' is not a non-negative integer");
+  return static_cast<int>(x);
+}
+
+struct Header {
+  std::uint32_t tag;
+  std::uint32_t pad;
+  std::uint64_t size;
+};
+
+}  // namespace
+
+RendezvousConfig rendezvous_from_env() {
+  RendezvousConfig c;
+  c.rank = env_int("RANK", 0, true);
+  c.world_size = env_int("WORLD_SIZE", 1, true);
+  c.master_port = env_int("MASTER_PORT", 29500, c.world_size > 1);
+  if (const char* a = std::getenv("MASTER_ADDR"); a != nullptr && *a != '\0') c.master_addr = a;
+  if (c.world_size < 1) throw std::runtime_error("WORLD_SIZE must be at least 1");
+  if (c.rank >= c.world_size)
+    throw std::runtime_error("RANK=" + std::to_string(c.rank) + " is not below WORLD_SIZE=" +
+                             std::to_string(c.world_size));
+  return c;
+}
+
+struct TcpTransport::Link {
+  int fd = -1;
+  int peer = -1;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<std::uint8_t>> queue;
+  bool stopping = false;
+  bool busy = false;
+  std::string error;
+  std::thread sender;
+
+  void run() {
+    while (true) {
+      std::vector<std::uint8_t> msg;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        msg = std::move(queue.front());
+        queue.pop_front();
+        busy = true;
+      }
+      std::string err;
+      if (error.empty()) {
+        try {
+          write_all(fd, msg.data(), msg.size());
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
+      }
+      std::lock_guard lock(mu);
+      busy = false;
+      if (!err.empty()) error = "sending to rank " + std::to_string(peer) + " failed: " + err;
+      cv.notify_all();
+    }
+  }
+};
+
+std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& config) {
+  std::unique_ptr<TcpTransport> t(new TcpTransport());
+  t->rank_ = config.rank;
+  t->world_size_ = config.world_size;
+  const int n = config.world_size;
+  const int me = config.rank;
+  std::vector<int> fds(static_cast<std::size_t>(n), -1);
+  if (n > 1) {
+    std::vector<std::int32_t> ports(static_cast<std::size_t>(n), 0);
+    if (me == 0) {
+      int lfd = listen_on(config.master_addr, config.master_port, n + 8);
+      ports[0] = config.master_port;
+      for (int k = 1; k < n; ++k) {
+        int fd = accept_within(lfd, config.connect_timeout, "the other ranks to join");
+        std::int32_t hello[2];
+        if (!read_all(fd, hello, sizeof hello)) throw std::runtime_error("rendezvous: peer hung up");
+        if (hello[0] <= 0 || hello[0] >= n || fds[static_cast<std::size_t>(hello[0])] != -1)
+          throw std::runtime_error("rendezvous: unexpected or duplicate rank " +
+                                   std::to_string(hello[0]) + " (two jobs on one MASTER_PORT?)");
+        fds[static_cast<std::size_t>(hello[0])] = fd;
+        ports[static_cast<std::size_t>(hello[0])] = hello[1];
+      }
+      ::close(lfd);
+      for (int k = 1; k < n; ++k)
+        write_all(fds[static_cast<std::size_t>(k)], ports.data(), ports.size() * sizeof(std::int32_t));
+    } else {
+      int lfd = listen_on(config.master_addr == "localhost" ? "127.0.0.1" : config.master_addr, 0,
+                          n + 8);
+      std::int32_t hello[2] = {me, bound_port(lfd)};
+      int fd0 = connect_retrying(config.master_addr, config.master_port, config.connect_timeout);
+      write_all(fd0, hello, sizeof hello);
+      if (!read_all(fd0, ports.data(), ports.size() * sizeof(std::int32_t)))
+        throw std::runtime_error("rendezvous: rank 0 hung up");
+      fds[0] = fd0;
+      for (int i = 1; i < me; ++i) {
+        int fd = connect_retrying(config.master_addr, ports[static_cast<std::size_t>(i)],
+                                  config.connect_timeout);
+        std::int32_t who = me;
+        write_all(fd, &who, sizeof who);
+        fds[static_cast<std::size_t>(i)] = fd;
+      }
+      for (int k = me + 1; k < n; ++k) {
+        int fd = accept_within(lfd, config.connect_timeout, "higher ranks to connect");
+        std::int32_t who = -1;
+        if (!read_all(fd, &who, sizeof who) || who <= me || who >= n ||
+            fds[static_cast<std::size_t>(who)] != -1)
+          throw std::runtime_error("rendezvous: bad hello from a peer");
+        fds[static_cast<std::size_t>(who)] = fd;
+      }
+      ::close(lfd);
+    }
+  }
+  t->links_.resize(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    auto link = std::make_unique<Link>();
+    link->fd = fds[static_cast<std::size_t>(p)];
+    link->peer = p;
+    Link* raw = link.get();
+    link->sender = std::thread([raw] { raw->run(); });
+    t->links_[static_cast<std::size_t>(p)] = std::move(link);
+  }
+  return t;
+}
+
+TcpTransport::~TcpTransport() {
+  for (auto& link : links_) {
+    if (!link) continue;
+    {
+      std::lock_guard lock(link->mu);
+      link->stopping = true;
+      link->cv.notify_all();
+    }
+    link->sender.join();
+    ::shutdown(link->fd, SHUT_WR);
+    ::close(link->fd);
+  }
+}
+
+void TcpTransport::send(int peer, std::uint32_t tag, const void* data, std::size_t size_bytes) {
+  if (peer < 0 || peer >= world_size_ || peer == rank_)
+    throw std::logic_error("send to invalid peer " + std::to_string(peer));
+  Link& link = *links_[static_cast<std::size_t>(peer)];
+  std::vector<std::uint8_t> msg(sizeof(Header) + size_bytes);
+  Header h{tag, 0, size_bytes};
+  std::memcpy(msg.data(), &h, sizeof h);
+  if (size_bytes > 0) std::memcpy(msg.data() + sizeof h, data, size_bytes);
+  std::lock_guard lock(link.mu);
+  if (!link.error.empty()) throw std::runtime_error(link.error);
+  link.queue.push_back(std::move(msg));
+  link.cv.notify_all();
+}
+
+void TcpTransport::recv_header(int peer, std::uint32_t& tag, std::uint64_t& size) {
+  if (peer < 0 || peer >= world_size_ || peer == rank_)
+    throw std::logic_error("recv from invalid peer " + std::to_string(peer));
+  Header h{};
+  if (!read_all(links_[static_cast<std::size_t>(peer)]->fd, &h, sizeof h))
+    throw std::runtime_error("rank " + std::to_string(peer) +
+                             " closed its connection (it exited or was killed)");
+  tag = h.tag;
+  size = h.size;
+}
+
+void TcpTransport::recv(int peer, std::uint32_t tag, void* data, std::size_t size_bytes) {
+  std::uint32_t got_tag = 0;
+  std::uint64_t got_size = 0;
+  recv_header(peer, got_tag, got_size);
+  if (got_tag != tag || got_size != size_bytes)
+    throw std::runtime_error("protocol error: expected tag " + std::to_string(tag) + " (" +
+                             std::to_string(size_bytes) + " bytes) from rank " +
+                             std::to_string(peer) + ", got tag " + std::to_string(got_tag) +
+                             " (" + std::to_string(got_size) + " bytes)");
+  if (size_bytes > 0 && !read_all(links_[static_cast<std::size_t>(peer)]->fd, data, size_bytes))
+    throw std::runtime_error("rank " + std::to_string(peer) + " closed its connection");
+}
+
+std::vector<std::uint8_t> TcpTransport::recv_bytes(int peer, std::uint32_t tag) {
+  std::uint32_t got_tag = 0;
+  std::uint64_t got_size = 0;
+  recv_header(peer, got_tag, got_size);
+  if (got_tag != tag)
+    throw std::runtime_error("protocol error: expected tag " + std::to_string(tag) +
+                             " from rank " + std::to_string(peer) + ", got tag " +
+                             std::to_string(got_tag));
+  std::vector<std::uint8_t> out(got_size);
+  if (got_size > 0 && !read_all(links_[static_cast<std::size_t>(peer)]->fd, out.data(), got_size))
+    throw std::runtime_error("rank " + std::to_string(peer) + " closed its connection");
+  return out;
+}
+
+void TcpTransport::flush() {
+  for (auto& link : links_) {
+    if (!link) continue;
+    std::unique_lock lock(link->mu);
+    link->cv.wait(lock, [&] { return (link->queue.empty() && !link->busy) || !link->error.empty(); });
+    if (!link->error.empty()) throw std::runtime_error(link->error);
+  }
+}
+
+}  // namespace flotilla::worker
