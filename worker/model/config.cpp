@@ -30,7 +30,7 @@ std::optional<GPTConfig> gpt_preset(std::string_view name) {
   if (name == "tiny") return GPTConfig{.num_layers = 2, .hidden = 32, .heads = 2, .seq_len = 32};
   if (name == "small") return GPTConfig{.num_layers = 4, .hidden = 64, .heads = 4, .seq_len = 64};
   if (name == "gpt-125m")
-    return GPTConfig{.num_layers = 12, .hidden = 768, .heads = 12, .seq_len = 1024};
+    return GPTConfig{.num_layers = 12, .hidden = 768, .heads = 12, .seq_len = 1024, .vocab = 32000};
   return std::nullopt;
 }
 

@@ -9,8 +9,9 @@
 //  - learning_rate(step) is linear warm-up then cosine decay to min_lr_ratio * lr; it is a pure
 //    function of the step, so a resumed run follows the same schedule.
 // Caveats: presets "tiny"/"small" exist for CPU tests (fast on one core); "gpt-125m" is the
-// GPT-2 small shape (12 layers, 768 hidden, 12 heads, 1024 tokens) used by the GPU bench, with
-// a byte vocabulary (so ~85M parameters in blocks plus small embeddings).
+// GPT-2 small shape (12 layers, 768 hidden, 12 heads, 1024 tokens) for the GPU bench, with a
+// 32000-token vocabulary and an untied LM head: 135M parameters (GPT-2's 124M ties the head).
+// Byte-level data (ids < 256) is valid input for it.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +43,7 @@ struct GPTConfig {
 std::string validate(const GPTConfig& config);
 
 // "tiny" (2 layers, 32 hidden, 2 heads, 32 seq), "small" (4 layers, 64 hidden, 4 heads,
-// 64 seq), "gpt-125m" (12 layers, 768 hidden, 12 heads, 1024 seq). nullopt for unknown names.
+// 64 seq), "gpt-125m" (12 layers, 768 hidden, 12 heads, 1024 seq, vocab 32000). nullopt for unknown names.
 std::optional<GPTConfig> gpt_preset(std::string_view name);
 std::vector<std::string> gpt_preset_names();
 
