@@ -1,5 +1,7 @@
 #include "worker/runtime/trainer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -165,6 +167,7 @@ int RankRunner::run() {
   if (rank_ == 0) loss_log_ = std::make_unique<LossLog>(o_.loss_log, start_step_);
   progress_->write_line(json{{"event", "start"},
                              {"rank", rank_},
+                             {"pid", static_cast<long>(::getpid())},
                              {"stage", stage_},
                              {"dp_index", dpi_},
                              {"units", {first_unit, end_unit}},
@@ -341,7 +344,8 @@ void RankRunner::train_step(std::int64_t step) {
         std::memcpy(msg.data(), bytes.data(), msg.size() * sizeof(double));
       }
       std::size_t at = 0;
-      stop = stop || msg.at(at++) != 0.0;
+      const bool rank_stops = msg.at(at++) != 0.0;  // read before ||: it advances `at`
+      stop = stop || rank_stops;
       const int s = layout_.stage_of(r), d = layout_.dp_index_of(r);
       if (s == layout_.pp - 1)
         for (int k = 0; k < n_local_; ++k)
