@@ -1,0 +1,256 @@
+// Unit tests of the runtime's pieces against hand-computed values: CRC32, the 1F1B schedule,
+// layouts and their errors, the data loader, the TCP transport (real sockets, one thread per
+// rank), checkpoint files.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/worker/runtime_test_support.h"
+#include "worker/runtime/checkpoint.h"
+#include "worker/runtime/crc32.h"
+#include "worker/runtime/data_loader.h"
+#include "worker/runtime/job_options.h"
+#include "worker/runtime/layout.h"
+#include "worker/runtime/pipeline_schedule.h"
+#include "worker/runtime/process_group.h"
+#include "worker/runtime/tcp_transport.h"
+
+namespace flotilla::worker {
+namespace {
+
+using testing::fresh_dir;
+using testing::write_text_file;
+
+TEST(RuntimeCrc32, StandardCheckValue) {
+  EXPECT_EQ(crc32("123456789", 9), 0xCBF43926U);
+  EXPECT_EQ(crc32("", 0), 0U);
+  std::uint32_t c = crc32_update(0, "1234", 4);
+  EXPECT_EQ(crc32_update(c, "56789", 5), 0xCBF43926U);
+}
+
+TEST(RuntimeSchedule, OneFOneBMatchesHandWrittenOrder) {
+  // Stage 0 of 2 with 4 micro-batches: one warm-up forward, then alternate, then drain.
+  std::vector<PipelineOp> expect = {{true, 0},  {true, 1},  {false, 0}, {true, 2},
+                                    {false, 1}, {true, 3},  {false, 2}, {false, 3}};
+  EXPECT_EQ(one_f_one_b(0, 2, 4), expect);
+  // The last stage alternates from the start.
+  std::vector<PipelineOp> last = {{true, 0}, {false, 0}, {true, 1}, {false, 1}};
+  EXPECT_EQ(one_f_one_b(1, 2, 2), last);
+}
+
+TEST(RuntimeSchedule, EveryOpOnceInOrderAndBoundedStash) {
+  for (int p = 1; p <= 5; ++p)
+    for (int s = 0; s < p; ++s)
+      for (int n = 1; n <= 7; ++n) {
+        auto ops = one_f_one_b(s, p, n);
+        ASSERT_EQ(ops.size(), static_cast<std::size_t>(2 * n));
+        int next_f = 0, next_b = 0, in_flight = 0, peak = 0;
+        for (const auto& op : ops) {
+          if (op.forward) {
+            EXPECT_EQ(op.micro_batch, next_f++);
+            peak = std::max(peak, ++in_flight);
+          } else {
+            EXPECT_EQ(op.micro_batch, next_b++);
+            EXPECT_LT(op.micro_batch, next_f);
+            --in_flight;
+          }
+        }
+        EXPECT_LE(peak, std::min(p - s, n)) << "p=" << p << " s=" << s << " n=" << n;
+      }
+}
+
+BatchGeometry geometry(int b, int m, int v) { return BatchGeometry{b, m, v}; }
+
+TEST(RuntimeLayout, EvenSplitGivesEarlierStagesTheRemainder) {
+  auto l = std::get<Layout>(make_layout(4, 4, 1, 6, "", geometry(8, 1, 1)));
+  ASSERT_EQ(l.stage_units.size(), 4U);
+  EXPECT_EQ(l.partition_string(), "0:2,2:4,4:5,5:6");
+  EXPECT_EQ(l.stage_of_unit(4), 2);
+  auto dp = std::get<Layout>(make_layout(6, 3, 2, 6, "0:1,1:4,4:6", geometry(8, 1, 2)));
+  EXPECT_EQ(dp.rank_of(2, 1), 5);
+  EXPECT_EQ(dp.stage_of(4), 1);
+  EXPECT_EQ(dp.dp_index_of(4), 1);
+}
+
+std::string layout_error(int world, int pp, int dp, const std::string& partition,
+                         BatchGeometry g) {
+  auto r = make_layout(world, pp, dp, 6, partition, g);
+  return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : "";
+}
+
+TEST(RuntimeLayout, ImpossibleLayoutsSayWhy) {
+  EXPECT_NE(layout_error(7, 7, 1, "", geometry(8, 1, 1)).find("exceeds the model's 6 units"),
+            std::string::npos);
+  EXPECT_NE(layout_error(3, 2, 1, "", geometry(8, 1, 1)).find("is not --pp x --dp"),
+            std::string::npos);
+  EXPECT_NE(layout_error(3, 1, 3, "", geometry(8, 1, 4)).find("does not divide --virtual-shards"),
+            std::string::npos);
+  EXPECT_NE(layout_error(1, 1, 1, "", geometry(8, 3, 1)).find("not divisible"),
+            std::string::npos);
+  EXPECT_NE(layout_error(2, 1, 2, "", geometry(6, 2, 2)).find("not divisible"),
+            std::string::npos);
+  EXPECT_NE(layout_error(2, 2, 1, "0:2,3:6", geometry(8, 1, 1)).find("contiguous"),
+            std::string::npos);
+  EXPECT_NE(layout_error(2, 2, 1, "0:2,2:5", geometry(8, 1, 1)).find("covers units"),
+            std::string::npos);
+  EXPECT_NE(layout_error(2, 2, 1, "0:2,2:x", geometry(8, 1, 1)).find("first:end"),
+            std::string::npos);
+  EXPECT_EQ(layout_error(2, 2, 1, "0:5,5:6", geometry(8, 1, 1)), "");
+}
+
+TEST(RuntimeJobOptions, RoundTripsThroughArgs) {
+  auto parsed = parse_job_options({"--pp", "3", "--dp", "2", "--virtual-shards", "4",
+                                   "--partition", "0:1,1:4,4:6", "--data", "x.txt",
+                                   "--checkpoint-dir", "ck", "--lr", "0.0007", "--steps", "9"});
+  ASSERT_TRUE(std::holds_alternative<JobOptions>(parsed)) << std::get<std::string>(parsed);
+  const auto& o = std::get<JobOptions>(parsed);
+  EXPECT_EQ(o.world_size, 6);
+  auto again = std::get<JobOptions>(parse_job_options(to_args(o)));
+  EXPECT_EQ(again.model, o.model);
+  EXPECT_EQ(again.train.lr, o.train.lr);
+  EXPECT_EQ(again.layout.partition_string(), "0:1,1:4,4:6");
+  EXPECT_EQ(again.geometry.virtual_shards, 4);
+  auto bad = parse_job_options({"--data", "x", "--checkpoint-dir", "c", "--model", "huge"});
+  EXPECT_NE(std::get<std::string>(bad).find("unknown --model 'huge'"), std::string::npos);
+  auto bad2 = parse_job_options({"--data", "x", "--checkpoint-dir", "c", "--pp", "two"});
+  EXPECT_NE(std::get<std::string>(bad2).find("--pp 'two' is not a valid number"),
+            std::string::npos);
+}
+
+TEST(RuntimeData, SamplesDependOnlyOnSeedStepAndIndex) {
+  auto dir = fresh_dir("data_samples");
+  auto path = write_text_file(dir, 5000);
+  DataLoader a(path.string(), 16, 7), b(path.string(), 16, 7), other_seed(path.string(), 16, 8);
+  std::string text = testing::read_file(path);
+  // Micro-batch 1 of shard 1 with V=2, m=2, B=8 is samples 6 and 7 of the global batch.
+  std::vector<std::int32_t> tok, tgt;
+  a.micro_batch(BatchGeometry{8, 2, 2}, 3, 1, 1, tok, tgt);
+  ASSERT_EQ(tok.size(), 32U);
+  for (int s = 0; s < 2; ++s) {
+    std::size_t off = b.sample_offset(3, 6 + s);
+    for (int t = 0; t < 16; ++t) {
+      EXPECT_EQ(tok[static_cast<std::size_t>(s * 16 + t)],
+                static_cast<unsigned char>(text[off + static_cast<std::size_t>(t)]));
+      EXPECT_EQ(tgt[static_cast<std::size_t>(s * 16 + t)],
+                static_cast<unsigned char>(text[off + static_cast<std::size_t>(t) + 1]));
+    }
+  }
+  // The same sample seen through another geometry (V=1, m=4: micro-batch 1, second sample).
+  std::vector<std::int32_t> tok2, tgt2;
+  a.micro_batch(BatchGeometry{8, 4, 1}, 3, 0, 1, tok2, tgt2);
+  EXPECT_TRUE(std::equal(tok.begin(), tok.end(), tok2.begin() + 32));
+  EXPECT_NE(a.sample_offset(3, 0), a.sample_offset(4, 0));
+  EXPECT_NE(a.sample_offset(3, 0), other_seed.sample_offset(3, 0));
+}
+
+TEST(RuntimeData, MissingOrTooSmallFileIsAClearError) {
+  auto dir = fresh_dir("data_errors");
+  try {
+    DataLoader d((dir / "nope.txt").string(), 16, 1);
+    FAIL();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be opened"), std::string::npos);
+  }
+  std::ofstream(dir / "small.txt") << "tiny";
+  try {
+    DataLoader d((dir / "small.txt").string(), 16, 1);
+    FAIL();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("needs at least seq_len + 2 = 18"), std::string::npos);
+  }
+}
+
+TEST(RuntimeTransport, MeshExchangesLargeMessagesBothWaysWithoutDeadlock) {
+  const int world = 3;
+  const int port = pick_free_port();
+  const std::size_t n = 1 << 21;  // 8 MiB: far beyond socket buffers
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        auto t = TcpTransport::connect({r, world, "127.0.0.1", port});
+        // Everyone sends to everyone first, then receives: needs non-blocking sends.
+        for (int p = 0; p < world; ++p) {
+          if (p == r) continue;
+          std::vector<float> msg(n, static_cast<float>(r * 10 + p));
+          t->send_vec(p, 7, msg);
+        }
+        for (int p = 0; p < world; ++p) {
+          if (p == r) continue;
+          std::vector<float> got(n);
+          t->recv_vec(p, 7, got);
+          if (got.front() != static_cast<float>(p * 10 + r) || got.back() != got.front())
+            errors[static_cast<std::size_t>(r)] = "wrong payload";
+        }
+        // A tag mismatch is an error naming both tags.
+        if (r == 0) t->send(1, 8, "x", 1);
+        if (r == 1) {
+          char c = 0;
+          try {
+            t->recv(0, 9, &c, 1);
+            errors[1] = "tag mismatch not detected";
+          } catch (const std::exception& e) {
+            if (std::string(e.what()).find("expected tag 9") == std::string::npos)
+              errors[1] = e.what();
+          }
+        }
+        t->flush();
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < world; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+TEST(RuntimeCheckpoint, UnitFileRoundTripsAndCorruptionIsNamed) {
+  auto dir = fresh_dir("ckpt_unit");
+  std::vector<float> p = {1.5f, -2.0f, 3.25f}, m = {0.1f, 0.2f, 0.3f}, v = {4, 5, 6};
+  auto folder = step_folder(dir, 12);
+  EXPECT_EQ(folder.filename(), "step_00000012");
+  auto info = write_unit_file(folder, 3, p, m, v);
+  EXPECT_EQ(info.bytes, 24U + 3 * 3 * 4);
+  auto s = read_unit_file(folder, info);
+  EXPECT_EQ(s.params, p);
+  EXPECT_EQ(s.m, m);
+  EXPECT_EQ(s.v, v);
+  EXPECT_FALSE(find_latest_complete(dir).has_value());  // no DONE yet
+  write_meta_and_done(folder, "{}");
+  ASSERT_TRUE(find_latest_complete(dir).has_value());
+  EXPECT_EQ(find_latest_complete(dir)->step, 12);
+  {
+    std::fstream f(folder / info.file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(30);
+    f.put('\x7f');
+  }
+  try {
+    read_unit_file(folder, info);
+    FAIL();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("is corrupt: CRC32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeCheckpoint, PruneKeepsNewestCompleteAndDropsStaleIncomplete) {
+  auto dir = fresh_dir("ckpt_prune");
+  std::vector<float> x = {1.0f};
+  for (int step : {2, 4, 6, 8}) {
+    write_unit_file(step_folder(dir, step), 0, x, x, x);
+    if (step != 6) write_meta_and_done(step_folder(dir, step), "{}");
+  }
+  write_unit_file(step_folder(dir, 10), 0, x, x, x);  // in progress: newer than newest complete
+  prune_checkpoints(dir, 2);
+  EXPECT_FALSE(std::filesystem::exists(step_folder(dir, 2)));
+  EXPECT_TRUE(std::filesystem::exists(step_folder(dir, 4)));
+  EXPECT_FALSE(std::filesystem::exists(step_folder(dir, 6)));
+  EXPECT_TRUE(std::filesystem::exists(step_folder(dir, 8)));
+  EXPECT_TRUE(std::filesystem::exists(step_folder(dir, 10)));
+  EXPECT_EQ(find_latest_complete(dir)->step, 8);
+}
+
+}  // namespace
+}  // namespace flotilla::worker
