@@ -37,6 +37,8 @@ class Backend {
   virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
   virtual void copy_from_host(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void copy_device(void* device_dst, const void* device_src, std::size_t bytes) = 0;
+  // Waits for all queued work (GPU backends run asynchronously); a no-op on the CPU.
+  virtual void synchronize() {}
 
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
   virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
@@ -87,7 +89,8 @@ class Backend {
                      std::int64_t t) = 0;
 };
 
-// "cpu" always works; "cuda" works when compiled with CUDA and a GPU is visible.
+// "cpu" always works; "cuda" (FP32 GEMMs) and "cuda-tf32" (TF32 tensor-core GEMMs) work when
+// compiled with CUDA and a GPU is visible.
 // On failure returns nullptr and sets *error to one line saying why.
 std::unique_ptr<Backend> make_backend(std::string_view name, std::string* error);
 bool cuda_compiled();

@@ -130,15 +130,15 @@ int cuda_device_count() {
 
 std::unique_ptr<Backend> make_backend(std::string_view name, std::string* error) {
   if (name == "cpu") return make_cpu_backend();
-  if (name == "cuda") {
+  if (name == "cuda" || name == "cuda-tf32") {
 #if FLOTILLA_HAVE_CUDA
-    return make_cuda_backend(error);
+    return make_cuda_backend(error, name == "cuda-tf32");
 #else
     if (error) *error = "backend 'cuda' is not available: this build has no CUDA (nvcc not found)";
     return nullptr;
 #endif
   }
-  if (error) *error = "unknown backend '" + std::string(name) + "' (use 'cpu' or 'cuda')";
+  if (error) *error = "unknown backend '" + std::string(name) + "' (use 'cpu', 'cuda' or 'cuda-tf32')";
   return nullptr;
 }
 

@@ -1,0 +1,157 @@
+// Causal multi-head attention on the GPU (the llm.c shape): permute qkv to per-head q, k, v
+// [B,NH,T,HS]; pre = scale * q k^T and y = att v as strided-batched cuBLAS GEMMs; a warp-per-row
+// causal softmax; unpermute y to [B,T,C]. Backward recomputes the permutation from the saved
+// qkv and mirrors each step. Row-major [T,HS] per head is column-major [HS,T], ld HS.
+#include <cmath>
+
+#include "worker/cuda/common.cuh"
+#include "worker/cuda/kernels.h"
+
+namespace flotilla::worker::cuda {
+namespace {
+
+// qkv [B,T,3,NH,HS] -> q,k,v [B,NH,T,HS]
+__global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, int B, int T,
+                               int NH, int HS) {
+  const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return;
+  const int d = static_cast<int>(idx % HS);
+  const int t = static_cast<int>((idx / HS) % T);
+  const int h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
+  const int b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
+  const int C = NH * HS;
+  const std::size_t src = (static_cast<std::size_t>(b) * T + t) * 3 * C + h * HS + d;
+  q[idx] = qkv[src];
+  k[idx] = qkv[src + C];
+  v[idx] = qkv[src + 2 * C];
+}
+
+// dqkv += scatter of dq, dk, dv
+__global__ void permute_backward_kernel(float* dqkv, const float* dq, const float* dk,
+                                        const float* dv, int B, int T, int NH, int HS) {
+  const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return;
+  const int d = static_cast<int>(idx % HS);
+  const int t = static_cast<int>((idx / HS) % T);
+  const int h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
+  const int b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
+  const int C = NH * HS;
+  const std::size_t dst = (static_cast<std::size_t>(b) * T + t) * 3 * C + h * HS + d;
+  dqkv[dst] += dq[idx];
+  dqkv[dst + C] += dk[idx];
+  dqkv[dst + 2 * C] += dv[idx];
+}
+
+// y [B,NH,T,HS] -> out [B,T,NH,HS] (forward), and back (backward: dy = unpermute^-1(dout)).
+__global__ void unpermute_kernel(float* out, const float* y, int B, int T, int NH, int HS,
+                                 bool inverse) {
+  const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return;
+  const int d = static_cast<int>(idx % HS);
+  const int t = static_cast<int>((idx / HS) % T);
+  const int h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
+  const int b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
+  const std::size_t o = (static_cast<std::size_t>(b) * T + t) * NH * HS + h * HS + d;
+  if (inverse)
+    out[idx] = y[o];
+  else
+    out[o] = y[idx];
+}
+
+// One warp per (b, h, t) row; in place on att: pre-softmax scores -> causal softmax.
+__global__ void causal_softmax_kernel(float* att, int rows, int T) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  float* a = att + static_cast<std::size_t>(row) * T;
+  float maxv = -INFINITY;
+  for (int j = lane; j <= t; j += 32) maxv = fmaxf(maxv, a[j]);
+  maxv = warp_max(maxv);
+  float sum = 0.f;
+  for (int j = lane; j <= t; j += 32) {
+    const float e = expf(a[j] - maxv);
+    a[j] = e;
+    sum += e;
+  }
+  const float inv = 1.f / warp_sum(sum);
+  for (int j = lane; j < T; j += 32) a[j] = j <= t ? a[j] * inv : 0.f;
+}
+
+// dpre = att * (datt - sum_j att_j datt_j) * scale, in place on datt.
+__global__ void softmax_backward_kernel(float* datt, const float* att, int rows, int T,
+                                        float scale) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  const float* a = att + static_cast<std::size_t>(row) * T;
+  float* d = datt + static_cast<std::size_t>(row) * T;
+  float dot = 0.f;
+  for (int j = lane; j <= t; j += 32) dot += a[j] * d[j];
+  dot = warp_sum(dot);
+  for (int j = lane; j < T; j += 32) d[j] = j <= t ? a[j] * (d[j] - dot) * scale : 0.f;
+}
+
+}  // namespace
+
+void attention_forward(cublasContext* handle, float* out, float* att, const float* qkv, int B,
+                       int T, int C, int NH) {
+  const int HS = C / NH;
+  const std::size_t n = static_cast<std::size_t>(B) * T * C;
+  float* scratch = static_cast<float*>(scratch_alloc(4 * n * sizeof(float)));
+  float *q = scratch, *k = q + n, *v = k + n, *y = v + n;
+  permute_kernel<<<blocks_for(n, 256), 256>>>(q, k, v, qkv, B, T, NH, HS);
+  FLOTILLA_CUDA_LAUNCHED("attention_forward(permute)");
+  const float scale = 1.f / std::sqrt(static_cast<float>(HS)), one = 1.f, zero = 0.f;
+  const long long sqkv = static_cast<long long>(T) * HS, satt = static_cast<long long>(T) * T;
+  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HS, &scale,
+                                                k, HS, sqkv, q, HS, sqkv, &zero, att, T, satt,
+                                                B * NH));
+  const int rows = B * NH * T;
+  causal_softmax_kernel<<<blocks_for(rows, 8), 256>>>(att, rows, T);
+  FLOTILLA_CUDA_LAUNCHED("attention_forward(softmax)");
+  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, HS, T, T, &one,
+                                                v, HS, sqkv, att, T, satt, &zero, y, HS, sqkv,
+                                                B * NH));
+  unpermute_kernel<<<blocks_for(n, 256), 256>>>(out, y, B, T, NH, HS, false);
+  FLOTILLA_CUDA_LAUNCHED("attention_forward(unpermute)");
+  scratch_free(scratch);
+}
+
+void attention_backward(cublasContext* handle, float* dqkv, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH) {
+  const int HS = C / NH;
+  const std::size_t n = static_cast<std::size_t>(B) * T * C;
+  const std::size_t natt = static_cast<std::size_t>(B) * NH * T * T;
+  float* scratch = static_cast<float*>(scratch_alloc((7 * n + natt) * sizeof(float)));
+  float *q = scratch, *k = q + n, *v = k + n, *dy = v + n, *dq = dy + n, *dk = dq + n,
+        *dv = dk + n, *datt = dv + n;
+  permute_kernel<<<blocks_for(n, 256), 256>>>(q, k, v, qkv, B, T, NH, HS);
+  unpermute_kernel<<<blocks_for(n, 256), 256>>>(dy, dout, B, T, NH, HS, true);
+  FLOTILLA_CUDA_LAUNCHED("attention_backward(permute)");
+  const float scale = 1.f / std::sqrt(static_cast<float>(HS)), one = 1.f, zero = 0.f;
+  const long long sqkv = static_cast<long long>(T) * HS, satt = static_cast<long long>(T) * T;
+  // datt = dy v^T ; dv = att^T dy
+  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HS, &one,
+                                                v, HS, sqkv, dy, HS, sqkv, &zero, datt, T, satt,
+                                                B * NH));
+  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_T, HS, T, T, &one,
+                                                dy, HS, sqkv, att, T, satt, &zero, dv, HS, sqkv,
+                                                B * NH));
+  const int rows = B * NH * T;
+  softmax_backward_kernel<<<blocks_for(rows, 8), 256>>>(datt, att, rows, T, scale);
+  FLOTILLA_CUDA_LAUNCHED("attention_backward(softmax)");
+  // dq = dpre k ; dk = dpre^T q
+  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, HS, T, T, &one,
+                                                k, HS, sqkv, datt, T, satt, &zero, dq, HS, sqkv,
+                                                B * NH));
+  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_T, HS, T, T, &one,
+                                                q, HS, sqkv, datt, T, satt, &zero, dk, HS, sqkv,
+                                                B * NH));
+  permute_backward_kernel<<<blocks_for(n, 256), 256>>>(dqkv, dq, dk, dv, B, T, NH, HS);
+  FLOTILLA_CUDA_LAUNCHED("attention_backward(scatter)");
+  scratch_free(scratch);
+}
+
+}  // namespace flotilla::worker::cuda
