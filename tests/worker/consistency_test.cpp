@@ -58,6 +58,19 @@ TEST_F(Consistency, DataParallelTwoThenFourThenOneWithFourVirtualShards) {
   EXPECT_EQ(loss("elastic"), loss("base"));
 }
 
+TEST_F(Consistency, MixedPipelineAndDataParallelRescaleMatches) {
+  // Both degrees change at once, with uneven partitions: (PP 2, DP 2) -> (PP 3, DP 4) -> (PP 1, DP 2).
+  const std::string v = " --virtual-shards 4";
+  ASSERT_EQ(run("base", "--pp 1 --dp 1" + v, 6).exit_code, 0);
+  auto a = run("elastic", "--pp 2 --dp 2 --partition 0:4,4:6" + v, 2);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b = run("elastic", "--pp 3 --dp 4 --partition 0:1,1:2,2:6" + v, 4);
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto c = run("elastic", "--pp 1 --dp 2" + v, 6);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(loss("elastic"), loss("base"));
+}
+
 TEST_F(Consistency, UninterruptedPipelineOneAndFourAgree) {
   ASSERT_EQ(run("pp1", "--pp 1", 5).exit_code, 0);
   auto r = run("pp4", "--pp 4", 5);

@@ -35,7 +35,7 @@ std::string job_usage() {
          "[--virtual-shards V] [--global-batch B] [--micro-batch M] [--checkpoint-every S] "
          "[--keep K] [--loss-log FILE] [--progress FILE|-] [--seed S] [--lr X] "
          "[--warmup-steps W] [--decay-steps D] [--grad-clip C] [--weight-decay W] "
-         "[--layers L] [--hidden C] [--heads H] [--seq-len T] [--backend cpu|cuda]";
+         "[--layers L] [--hidden C] [--heads H] [--seq-len T] [--backend cpu|cuda|cuda-tf32]";
 }
 
 std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::string>& args) {
@@ -104,8 +104,8 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
   if (o.steps < 0) return std::string("--steps must be >= 0");
   if (o.keep < 1) return std::string("--keep must be at least 1");
   if (o.checkpoint_every < 0) return std::string("--checkpoint-every must be >= 0");
-  if (o.backend != "cpu" && o.backend != "cuda")
-    return "--backend '" + o.backend + "' is not cpu or cuda";
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "cuda-tf32")
+    return "--backend '" + o.backend + "' is not cpu, cuda or cuda-tf32";
   auto layout = make_layout(o.world_size, o.pp, o.dp, o.model.num_units(), o.partition,
                             o.geometry);
   if (auto* e = std::get_if<std::string>(&layout)) return *e;

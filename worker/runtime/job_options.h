@@ -35,7 +35,7 @@ struct JobOptions {
   int keep = 3;
   std::string loss_log;  // "" = none
   std::string progress;  // "" = none, "-" = stdout, else a file every rank appends to
-  std::string backend = "cpu";
+  std::string backend = "cpu";  // "cpu", "cuda" or "cuda-tf32" (see worker/model/backend.h)
   Layout layout;
 };
 

@@ -1,8 +1,11 @@
 #include "worker/runtime/launcher.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <stdexcept>
 
+#include "worker/model/backend.h"
 #include "worker/runtime/data_loader.h"
 #include "worker/runtime/job_options.h"
 #include "worker/runtime/process_group.h"
@@ -58,13 +61,19 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
     std::vector<std::string> rank_args = {"rank"};
     auto job_args = to_args(options);
     rank_args.insert(rank_args.end(), job_args.begin(), job_args.end());
-    for (int r = 0; r < options.world_size; ++r)
-      group.spawn(exe, rank_args,
-                  {{"RANK", std::to_string(r)},
-                   {"LOCAL_RANK", std::to_string(r)},
-                   {"WORLD_SIZE", std::to_string(options.world_size)},
-                   {"MASTER_ADDR", "127.0.0.1"},
-                   {"MASTER_PORT", port}});
+    // GPU ranks get one visible device each, round-robin, unless the caller already chose.
+    const int gpus = options.backend.rfind("cuda", 0) == 0 && std::getenv("CUDA_VISIBLE_DEVICES") == nullptr
+                         ? cuda_device_count()
+                         : 0;
+    for (int r = 0; r < options.world_size; ++r) {
+      std::map<std::string, std::string> env = {{"RANK", std::to_string(r)},
+                                                {"LOCAL_RANK", std::to_string(r)},
+                                                {"WORLD_SIZE", std::to_string(options.world_size)},
+                                                {"MASTER_ADDR", "127.0.0.1"},
+                                                {"MASTER_PORT", port}};
+      if (gpus > 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(r % gpus);
+      group.spawn(exe, rank_args, env);
+    }
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }

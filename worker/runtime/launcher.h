@@ -6,7 +6,8 @@
 //     on stderr and exit code 2.
 //   - run: takes the checkpoint folder's JobLock (one launcher per job), spawns world-size
 //     copies of this binary as `rank` with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1,
-//     MASTER_PORT and LOCAL_RANK set, and waits. SIGTERM/SIGINT to the launcher is forwarded
+//     MASTER_PORT and LOCAL_RANK set (and, for a CUDA backend without CUDA_VISIBLE_DEVICES,
+//     one GPU per rank round-robin), and waits. SIGTERM/SIGINT to the launcher is forwarded
 //     to every rank (they finish the step, checkpoint and exit 0). A failed rank stops the
 //     others and makes the launcher exit 1 naming it.
 //   - relaunch: SIGTERMs the launcher that holds the lock (if any), waits for it to finish
