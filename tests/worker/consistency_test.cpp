@@ -30,45 +30,43 @@ class Consistency : public ::testing::Test {
   }
   std::string loss(const std::string& job) { return read_file(dir_ / ("loss_" + job + ".txt")); }
 
+  struct Hop {
+    std::string layout;
+    int until_step;
+  };
+  // Runs the uninterrupted job under `base_layout`, then the same job through `hops` (each
+  // resumes from the previous hop's checkpoint), and compares the loss logs byte for byte.
+  void expect_rescales_match(const std::string& base_layout, const std::vector<Hop>& hops) {
+    const int steps = hops.back().until_step;
+    auto base = run("base", base_layout, steps);
+    ASSERT_EQ(base.exit_code, 0) << base.output;
+    for (const Hop& hop : hops) {
+      auto r = run("elastic", hop.layout, hop.until_step);
+      ASSERT_EQ(r.exit_code, 0) << hop.layout << ": " << r.output;
+    }
+    EXPECT_EQ(count_lines(dir_ / "loss_base.txt"), steps);
+    EXPECT_EQ(loss("elastic"), loss("base"));
+  }
+
   std::filesystem::path dir_, data_;
 };
 
 TEST_F(Consistency, PipelineTwoThenThreeUnevenThenOneMatchesUninterrupted) {
-  ASSERT_EQ(run("base", "--pp 1", 6).exit_code, 0);
-  auto a = run("elastic", "--pp 2", 2);
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  auto b = run("elastic", "--pp 3 --partition 0:1,1:4,4:6", 4);
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto c = run("elastic", "--pp 1", 6);
-  ASSERT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_EQ(count_lines(dir_ / "loss_base.txt"), 6);
-  EXPECT_EQ(loss("elastic"), loss("base"));
+  expect_rescales_match("--pp 1", {{"--pp 2", 2}, {"--pp 3 --partition 0:1,1:4,4:6", 4},
+                                   {"--pp 1", 6}});
 }
 
 TEST_F(Consistency, DataParallelTwoThenFourThenOneWithFourVirtualShards) {
   const std::string v = " --virtual-shards 4";
-  ASSERT_EQ(run("base", "--dp 1" + v, 6).exit_code, 0);
-  auto a = run("elastic", "--dp 2" + v, 2);
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  auto b = run("elastic", "--dp 4" + v, 4);
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto c = run("elastic", "--dp 1" + v, 6);
-  ASSERT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_EQ(count_lines(dir_ / "loss_base.txt"), 6);
-  EXPECT_EQ(loss("elastic"), loss("base"));
+  expect_rescales_match("--dp 1" + v, {{"--dp 2" + v, 2}, {"--dp 4" + v, 4}, {"--dp 1" + v, 6}});
 }
 
 TEST_F(Consistency, MixedPipelineAndDataParallelRescaleMatches) {
-  // Both degrees change at once, with uneven partitions: (PP 2, DP 2) -> (PP 3, DP 4) -> (PP 1, DP 2).
+  // Both degrees change at once, with uneven partitions.
   const std::string v = " --virtual-shards 4";
-  ASSERT_EQ(run("base", "--pp 1 --dp 1" + v, 6).exit_code, 0);
-  auto a = run("elastic", "--pp 2 --dp 2 --partition 0:4,4:6" + v, 2);
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  auto b = run("elastic", "--pp 3 --dp 4 --partition 0:1,1:2,2:6" + v, 4);
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto c = run("elastic", "--pp 1 --dp 2" + v, 6);
-  ASSERT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_EQ(loss("elastic"), loss("base"));
+  expect_rescales_match("--pp 1 --dp 1" + v, {{"--pp 2 --dp 2 --partition 0:4,4:6" + v, 2},
+                                              {"--pp 3 --dp 4 --partition 0:1,1:2,2:6" + v, 4},
+                                              {"--pp 1 --dp 2" + v, 6}});
 }
 
 TEST_F(Consistency, UninterruptedPipelineOneAndFourAgree) {
