@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "worker/runtime/crc32.h"
+#include "worker/runtime/process_group.h"
 
 namespace fs = std::filesystem;
 
@@ -223,8 +224,11 @@ void maybe_pause_for_test(std::int64_t step, int files_written) {
   if (spec == nullptr) return;
   long long at_step = -1, at_files = -1, ms = 0;
   if (std::sscanf(spec, "%lld:%lld:%lld", &at_step, &at_files, &ms) != 3) return;
-  if (at_step == step && at_files == files_written)
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (at_step != step || at_files != files_written) return;
+  // Sleeps in slices so a SIGTERM from the launcher (after a peer died) ends the pause early.
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until && !stop_requested())
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 }  // namespace flotilla::worker

@@ -71,6 +71,7 @@ void prune_checkpoints(const std::filesystem::path& root, int keep);
 
 // Test hook: FLOTILLA_TEST_CKPT_PAUSE="<step>:<files>:<ms>" makes the writer sleep <ms> after
 // its <files>-th unit file of the checkpoint at <step>, so a test can SIGKILL it mid-write.
+// A stop request (SIGTERM) ends the pause early.
 void maybe_pause_for_test(std::int64_t step, int files_written);
 
 }  // namespace flotilla::worker
