@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -98,11 +99,22 @@ int bound_port(int fd) {
 }
 
 int accept_within(int listen_fd, std::chrono::milliseconds timeout, const std::string& who) {
-  pollfd p{listen_fd, POLLIN, 0};
-  int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  // poll() is never restarted after a signal (SIGTERM during start-up must not fail the
+  // rendezvous), so retry on EINTR against the original deadline.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int r = 0;
+  do {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{listen_fd, POLLIN, 0};
+    r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
+  } while (r < 0 && errno == EINTR);
   if (r == 0) throw std::runtime_error("rendezvous timed out waiting for " + who);
   if (r < 0) fail("poll() failed");
-  int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  int fd = -1;
+  do {
+    fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
   if (fd < 0) fail("accept() failed");
   set_nodelay(fd);
   return fd;
