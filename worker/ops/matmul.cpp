@@ -1,121 +1,125 @@
 #include "worker/ops/matmul.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace flotilla::worker::ops {
+namespace {
 
+enum class Init {
+  kOverwrite,   // C = init_row[p] (bias or 0) + sum_k a*b
+  kAddSum,      // C = C + (0 + sum_k a*b)
+  kAccumulate,  // C = ((C + a0*b0) + a1*b1) + ...
+};
+
+// C[m, p] op= sum over k ascending of a(m, k) * b(k, p), with a(m, k) = A[m*a_row + k*a_col]
+// and b(k, p) = B[k*ldb + p]. The MR x NR register block changes which elements are computed
+// together, never the order of any element's sum, so every blocking gives the same bits.
 template <class T>
-void matmul_forward(T* __restrict out, const T* __restrict inp, const T* __restrict weight,
-                    const T* __restrict bias, int N, int IN, int OUT) {
-  constexpr int kRows = 4;  // rows per tile: each weight row is loaded once per tile
-  int n = 0;
-  for (; n + kRows <= N; n += kRows) {
-    T* __restrict o0 = out + static_cast<long>(n) * OUT;
-    T* __restrict o1 = o0 + OUT;
-    T* __restrict o2 = o1 + OUT;
-    T* __restrict o3 = o2 + OUT;
-    for (int o = 0; o < OUT; ++o) {
-      const T b = bias ? bias[o] : T(0);
-      o0[o] = b;
-      o1[o] = b;
-      o2[o] = b;
-      o3[o] = b;
-    }
-    const T* x0 = inp + static_cast<long>(n) * IN;
-    const T* x1 = x0 + IN;
-    const T* x2 = x1 + IN;
-    const T* x3 = x2 + IN;
-    for (int i = 0; i < IN; ++i) {
-      const T* __restrict w = weight + static_cast<long>(i) * OUT;
-      const T a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i];
-      for (int o = 0; o < OUT; ++o) {
-        const T wo = w[o];
-        o0[o] += a0 * wo;
-        o1[o] += a1 * wo;
-        o2[o] += a2 * wo;
-        o3[o] += a3 * wo;
+void gemm_blocked(T* C, long ldc, const T* A, long a_row, long a_col, const T* B, long ldb,
+                  const T* bias, int M, int P, int K, Init init) {
+  // Two 16-byte vectors per row of the block (8 floats or 4 doubles), 4 rows: 8 accumulator
+  // registers. GCC/Clang vector extensions give element-wise IEEE mul and add, nothing fused.
+  typedef T Vec __attribute__((vector_size(16)));
+  constexpr int kLanes = static_cast<int>(16 / sizeof(T));
+  constexpr int MR = 4;
+  constexpr int NR = 2 * kLanes;
+  auto load = [](const T* p) {
+    Vec v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  for (int m0 = 0; m0 < M; m0 += MR) {
+    const int mr = std::min(MR, M - m0);
+    for (int p0 = 0; p0 < P; p0 += NR) {
+      const int pr = std::min(NR, P - p0);
+      if (mr == MR && pr == NR) {
+        Vec acc[MR][2];
+        for (int r = 0; r < MR; ++r) {
+          T* c = C + (m0 + r) * ldc + p0;
+          if (init == Init::kAccumulate) {
+            acc[r][0] = load(c);
+            acc[r][1] = load(c + kLanes);
+          } else if (init == Init::kOverwrite && bias) {
+            acc[r][0] = load(bias + p0);
+            acc[r][1] = load(bias + p0 + kLanes);
+          } else {
+            acc[r][0] = Vec{};
+            acc[r][1] = Vec{};
+          }
+        }
+        const T* a0 = A + (m0 + 0) * a_row;
+        const T* a1 = A + (m0 + 1) * a_row;
+        const T* a2 = A + (m0 + 2) * a_row;
+        const T* a3 = A + (m0 + 3) * a_row;
+        for (int k = 0; k < K; ++k) {
+          const T* b = B + k * ldb + p0;
+          const Vec b0 = load(b), b1 = load(b + kLanes);
+          const long ka = k * a_col;
+          const T x0 = a0[ka], x1 = a1[ka], x2 = a2[ka], x3 = a3[ka];
+          acc[0][0] += x0 * b0;
+          acc[0][1] += x0 * b1;
+          acc[1][0] += x1 * b0;
+          acc[1][1] += x1 * b1;
+          acc[2][0] += x2 * b0;
+          acc[2][1] += x2 * b1;
+          acc[3][0] += x3 * b0;
+          acc[3][1] += x3 * b1;
+        }
+        for (int r = 0; r < MR; ++r) {
+          T* c = C + (m0 + r) * ldc + p0;
+          if (init == Init::kAddSum) {
+            acc[r][0] = load(c) + acc[r][0];
+            acc[r][1] = load(c + kLanes) + acc[r][1];
+          }
+          std::memcpy(c, &acc[r][0], sizeof(Vec));
+          std::memcpy(c + kLanes, &acc[r][1], sizeof(Vec));
+        }
+        continue;
       }
-    }
-  }
-  for (; n < N; ++n) {
-    T* __restrict o0 = out + static_cast<long>(n) * OUT;
-    for (int o = 0; o < OUT; ++o) o0[o] = bias ? bias[o] : T(0);
-    const T* x0 = inp + static_cast<long>(n) * IN;
-    for (int i = 0; i < IN; ++i) {
-      const T* __restrict w = weight + static_cast<long>(i) * OUT;
-      const T a0 = x0[i];
-      for (int o = 0; o < OUT; ++o) o0[o] += a0 * w[o];
+      // Edge blocks: the same per-element order, scalar.
+      for (int r = 0; r < mr; ++r) {
+        T* c = C + (m0 + r) * ldc + p0;
+        for (int j = 0; j < pr; ++j) {
+          T acc = T(0);
+          if (init == Init::kOverwrite && bias) acc = bias[p0 + j];
+          if (init == Init::kAccumulate) acc = c[j];
+          for (int k = 0; k < K; ++k) acc += A[(m0 + r) * a_row + k * a_col] * B[k * ldb + p0 + j];
+          c[j] = init == Init::kAddSum ? c[j] + acc : acc;
+        }
+      }
     }
   }
 }
 
+}  // namespace
+
 template <class T>
-void matmul_backward(T* __restrict dinp, T* __restrict dweight, T* __restrict dbias,
-                     const T* __restrict dout, const T* __restrict inp,
-                     const T* __restrict weight, int N, int IN, int OUT) {
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IN,
+                    int OUT) {
+  // out[n, o] = bias[o] + sum_i inp[n, i] * w[i, o]
+  gemm_blocked<T>(out, OUT, inp, IN, 1, weight, OUT, bias, N, OUT, IN, Init::kOverwrite);
+}
+
+template <class T>
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                     const T* weight, int N, int IN, int OUT) {
   if (dinp) {
-    // weight^T [OUT, IN] so that dinp rows are built with contiguous, vectorizable updates.
+    // dinp[n, i] += sum_o dout[n, o] * w^T[o, i]; w^T makes the inner block contiguous.
     std::vector<T> wt(static_cast<std::size_t>(IN) * OUT);
     for (int i = 0; i < IN; ++i)
-      for (int o = 0; o < OUT; ++o) wt[static_cast<std::size_t>(o) * IN + i] = weight[static_cast<long>(i) * OUT + o];
-    std::vector<T> row(IN);
+      for (int o = 0; o < OUT; ++o)
+        wt[static_cast<std::size_t>(o) * IN + i] = weight[static_cast<long>(i) * OUT + o];
+    gemm_blocked<T>(dinp, IN, dout, OUT, 1, wt.data(), IN, nullptr, N, IN, OUT, Init::kAddSum);
+  }
+  // dweight[i, o] accumulates inp[n, i] * dout[n, o] for n ascending.
+  gemm_blocked<T>(dweight, OUT, inp, 1, IN, dout, OUT, nullptr, IN, OUT, N, Init::kAccumulate);
+  if (dbias) {
     for (int n = 0; n < N; ++n) {
-      T* __restrict r = row.data();
-      for (int i = 0; i < IN; ++i) r[i] = T(0);
       const T* d = dout + static_cast<long>(n) * OUT;
-      for (int o = 0; o < OUT; ++o) {
-        const T* __restrict w = wt.data() + static_cast<std::size_t>(o) * IN;
-        const T g = d[o];
-        for (int i = 0; i < IN; ++i) r[i] += g * w[i];
-      }
-      T* __restrict dx = dinp + static_cast<long>(n) * IN;
-      for (int i = 0; i < IN; ++i) dx[i] += r[i];
+      for (int o = 0; o < OUT; ++o) dbias[o] += d[o];
     }
-  }
-  constexpr int kRows = 4;
-  int n = 0;
-  for (; n + kRows <= N; n += kRows) {
-    const T* __restrict d0 = dout + static_cast<long>(n) * OUT;
-    const T* __restrict d1 = d0 + OUT;
-    const T* __restrict d2 = d1 + OUT;
-    const T* __restrict d3 = d2 + OUT;
-    const T* x0 = inp + static_cast<long>(n) * IN;
-    const T* x1 = x0 + IN;
-    const T* x2 = x1 + IN;
-    const T* x3 = x2 + IN;
-    for (int i = 0; i < IN; ++i) {
-      T* __restrict dw = dweight + static_cast<long>(i) * OUT;
-      const T a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i];
-      for (int o = 0; o < OUT; ++o) {
-        T acc = dw[o];
-        acc += a0 * d0[o];
-        acc += a1 * d1[o];
-        acc += a2 * d2[o];
-        acc += a3 * d3[o];
-        dw[o] = acc;
-      }
-    }
-    if (dbias) {
-      for (int o = 0; o < OUT; ++o) {
-        T acc = dbias[o];
-        acc += d0[o];
-        acc += d1[o];
-        acc += d2[o];
-        acc += d3[o];
-        dbias[o] = acc;
-      }
-    }
-  }
-  for (; n < N; ++n) {
-    const T* __restrict d0 = dout + static_cast<long>(n) * OUT;
-    const T* x0 = inp + static_cast<long>(n) * IN;
-    for (int i = 0; i < IN; ++i) {
-      T* __restrict dw = dweight + static_cast<long>(i) * OUT;
-      const T a0 = x0[i];
-      for (int o = 0; o < OUT; ++o) dw[o] += a0 * d0[o];
-    }
-    if (dbias)
-      for (int o = 0; o < OUT; ++o) dbias[o] += d0[o];
   }
 }
 
