@@ -163,7 +163,27 @@ TEST(RuntimeData, MissingOrTooSmallFileIsAClearError) {
   }
 }
 
+void exchange_on_mesh(const std::string& master_addr);
+
 TEST(RuntimeTransport, MeshExchangesLargeMessagesBothWaysWithoutDeadlock) {
+  exchange_on_mesh("127.0.0.1");
+}
+
+// The multi-host path: listen on all interfaces, learn peers' addresses from rank 0.
+TEST(RuntimeTransport, MeshWorksThroughANonLoopbackAddress) {
+  std::string ip;
+  FILE* p = ::popen("hostname -I 2>/dev/null", "r");
+  if (p != nullptr) {
+    char buf[256] = {};
+    if (std::fgets(buf, sizeof buf, p) != nullptr) ip = std::string(buf).substr(0, std::string(buf).find_first_of(" \n"));
+    ::pclose(p);
+  }
+  if (ip.empty() || ip.find(':') != std::string::npos || ip.rfind("127.", 0) == 0)
+    GTEST_SKIP() << "this machine has no non-loopback IPv4 address";
+  exchange_on_mesh(ip);
+}
+
+void exchange_on_mesh(const std::string& master_addr) {
   const int world = 3;
   const int port = pick_free_port();
   const std::size_t n = 1 << 21;  // 8 MiB: far beyond socket buffers
@@ -172,7 +192,7 @@ TEST(RuntimeTransport, MeshExchangesLargeMessagesBothWaysWithoutDeadlock) {
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
       try {
-        auto t = TcpTransport::connect({r, world, "127.0.0.1", port});
+        auto t = TcpTransport::connect({r, world, master_addr, port});
         // Everyone sends to everyone first, then receives: needs non-blocking sends.
         for (int p = 0; p < world; ++p) {
           if (p == r) continue;

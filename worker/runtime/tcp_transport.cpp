@@ -75,12 +75,17 @@ sockaddr_in resolve(const std::string& host, int port) {
   return addr;
 }
 
-int listen_on(const std::string& host, int port, int backlog) {
+// Loopback jobs listen on 127.0.0.1 only; multi-host jobs on every interface.
+int listen_on(bool loopback, int port, int backlog) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) fail("socket() failed");
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr = resolve(host, port);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(loopback ? INADDR_LOOPBACK : INADDR_ANY);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  const std::string host = loopback ? "127.0.0.1" : "0.0.0.0";
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     int saved = errno;
     ::close(fd);
@@ -120,9 +125,11 @@ int accept_within(int listen_fd, std::chrono::milliseconds timeout, const std::s
   return fd;
 }
 
-int connect_retrying(const std::string& host, int port, std::chrono::milliseconds timeout) {
+int connect_retrying(sockaddr_in addr, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  sockaddr_in addr = resolve(host, port);
+  char host[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &addr.sin_addr, host, sizeof host);
+  const int port = ntohs(addr.sin_port);
   while (true) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) fail("socket() failed");
@@ -132,7 +139,7 @@ int connect_retrying(const std::string& host, int port, std::chrono::millisecond
     }
     ::close(fd);
     if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("rendezvous timed out connecting to " + host + ":" +
+      throw std::runtime_error("rendezvous timed out connecting to " + std::string(host) + ":" +
                                std::to_string(port) + " (is rank 0 running?)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -221,10 +228,18 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& conf
   const int me = config.rank;
   std::vector<int> fds(static_cast<std::size_t>(n), -1);
   if (n > 1) {
-    std::vector<std::int32_t> ports(static_cast<std::size_t>(n), 0);
+    // Every rank's listening endpoint (IPv4 address and port, network byte order), as rank 0
+    // saw it: the address a peer connected from is where it can be reached.
+    struct Endpoint {
+      std::uint32_t addr = 0;
+      std::int32_t port = 0;
+    };
+    std::vector<Endpoint> table(static_cast<std::size_t>(n));
+    const sockaddr_in master = resolve(config.master_addr, config.master_port);
+    const bool loopback = (ntohl(master.sin_addr.s_addr) >> 24) == 127;
     if (me == 0) {
-      int lfd = listen_on(config.master_addr, config.master_port, n + 8);
-      ports[0] = config.master_port;
+      int lfd = listen_on(loopback, config.master_port, n + 8);
+      table[0] = {master.sin_addr.s_addr, config.master_port};
       for (int k = 1; k < n; ++k) {
         int fd = accept_within(lfd, config.connect_timeout, "the other ranks to join");
         std::int32_t hello[2];
@@ -232,24 +247,29 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& conf
         if (hello[0] <= 0 || hello[0] >= n || fds[static_cast<std::size_t>(hello[0])] != -1)
           throw std::runtime_error("rendezvous: unexpected or duplicate rank " +
                                    std::to_string(hello[0]) + " (two jobs on one MASTER_PORT?)");
+        sockaddr_in peer{};
+        socklen_t len = sizeof peer;
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len);
         fds[static_cast<std::size_t>(hello[0])] = fd;
-        ports[static_cast<std::size_t>(hello[0])] = hello[1];
+        table[static_cast<std::size_t>(hello[0])] = {peer.sin_addr.s_addr, hello[1]};
       }
       ::close(lfd);
       for (int k = 1; k < n; ++k)
-        write_all(fds[static_cast<std::size_t>(k)], ports.data(), ports.size() * sizeof(std::int32_t));
+        write_all(fds[static_cast<std::size_t>(k)], table.data(), table.size() * sizeof(Endpoint));
     } else {
-      int lfd = listen_on(config.master_addr == "localhost" ? "127.0.0.1" : config.master_addr, 0,
-                          n + 8);
+      int lfd = listen_on(loopback, 0, n + 8);
       std::int32_t hello[2] = {me, bound_port(lfd)};
-      int fd0 = connect_retrying(config.master_addr, config.master_port, config.connect_timeout);
+      int fd0 = connect_retrying(master, config.connect_timeout);
       write_all(fd0, hello, sizeof hello);
-      if (!read_all(fd0, ports.data(), ports.size() * sizeof(std::int32_t)))
+      if (!read_all(fd0, table.data(), table.size() * sizeof(Endpoint)))
         throw std::runtime_error("rendezvous: rank 0 hung up");
       fds[0] = fd0;
       for (int i = 1; i < me; ++i) {
-        int fd = connect_retrying(config.master_addr, ports[static_cast<std::size_t>(i)],
-                                  config.connect_timeout);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = table[static_cast<std::size_t>(i)].addr;
+        addr.sin_port = htons(static_cast<std::uint16_t>(table[static_cast<std::size_t>(i)].port));
+        int fd = connect_retrying(addr, config.connect_timeout);
         std::int32_t who = me;
         write_all(fd, &who, sizeof who);
         fds[static_cast<std::size_t>(i)] = fd;

@@ -1,9 +1,12 @@
 // Point-to-point transport between the ranks of one job over TCP (loopback or a LAN).
 //
 // Guarantees:
-//   - Rendezvous like torchrun: rank 0 listens on MASTER_ADDR:MASTER_PORT, every other rank
-//     connects there, learns every rank's listening port, and a full mesh of connections is
-//     built (rank j connects to each rank i < j). connect() returns once all links are up.
+//   - Rendezvous like torchrun: rank 0 listens on MASTER_PORT, every other rank connects to
+//     MASTER_ADDR:MASTER_PORT and learns every rank's endpoint (the address rank 0 saw it
+//     connect from, and its listening port), and a full mesh of connections is built (rank j
+//     connects to each rank i < j). connect() returns once all links are up. When MASTER_ADDR
+//     is a loopback address everything listens on 127.0.0.1 only; otherwise on all interfaces
+//     (pods on different nodes).
 //   - send() never blocks on the peer: it copies the message into a per-peer queue drained by
 //     a sender thread, so schedules where two ranks send to each other before receiving (1F1B
 //     stage boundaries) cannot deadlock on full socket buffers.
