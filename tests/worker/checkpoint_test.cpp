@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "tests/worker/runtime_test_support.h"
+#include "worker/model/backend.h"
 #include "worker/runtime/process_group.h"
 
 namespace flotilla::worker {
@@ -105,6 +106,14 @@ TEST_F(CheckpointErrors, ImpossibleLayoutsAndMissingDataAreOneLineErrors) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("none.txt' cannot be opened"), std::string::npos)
       << missing.output;
+}
+
+TEST_F(CheckpointErrors, CudaBackendWithoutAGpuIsRefusedBeforeStarting) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible; nothing to refuse";
+  auto r = run("--steps 1 --pp 2 --backend cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("use --backend cpu"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
 TEST_F(CheckpointErrors, SecondLauncherOnTheSameJobIsRefused) {

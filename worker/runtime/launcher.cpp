@@ -30,6 +30,18 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   } catch (const std::exception& e) {
     return fail(e.what(), 2);
   }
+  if (options.backend.rfind("cuda", 0) == 0) {
+    if (!cuda_compiled())
+      return fail("--backend " + options.backend +
+                      ": this flotilla-worker was built without CUDA (nvcc not found); use "
+                      "--backend cpu",
+                  2);
+    if (cuda_device_count() == 0)
+      return fail("--backend " + options.backend +
+                      ": no CUDA device is visible (check the driver and CUDA_VISIBLE_DEVICES); "
+                      "use --backend cpu",
+                  2);
+  }
   if (mode == "relaunch") {
     pid_t stopped = 0;
     if (!stop_running_job(options.checkpoint_dir, std::chrono::minutes(10), &stopped))
