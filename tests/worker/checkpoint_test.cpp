@@ -116,6 +116,16 @@ TEST_F(CheckpointErrors, CudaBackendWithoutAGpuIsRefusedBeforeStarting) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
+TEST_F(CheckpointErrors, RankWithoutRendezvousEnvironmentSaysWhatIsMissing) {
+  auto r = run_command("env -u RANK " + worker_binary() + " rank --data " + data_.string() +
+                       " --checkpoint-dir " + (dir_ / "ck").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("environment variable RANK is not set"), std::string::npos) << r.output;
+  auto w = run_command("RANK=2 WORLD_SIZE=2 MASTER_PORT=1 " + worker_binary() + " rank --data " +
+                       data_.string() + " --checkpoint-dir " + (dir_ / "ck").string());
+  EXPECT_NE(w.output.find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << w.output;
+}
+
 TEST_F(CheckpointErrors, SecondLauncherOnTheSameJobIsRefused) {
   pid_t holder = 0;
   auto lock = JobLock::try_acquire(dir_ / "ck", &holder);
