@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -96,6 +97,32 @@ TEST(OpsGradcheck, MatmulHandComputedAndAccumulates) {
   EXPECT_EQ(dx[1], 10.0f + 7 + 8);
   EXPECT_EQ(dw[0], 1.0f + 3);  // sum over rows of x[:,0]
   EXPECT_EQ(db[0], 2.0f);
+}
+
+TEST(OpsGradcheck, MatmulSameBitsWithAndWithoutAvx2) {
+  // Odd sizes so full register blocks and scalar edges both run.
+  const int N = 37, IN = 29, OUT = 45;
+  std::mt19937_64 rng(21);
+  auto f = [&](std::size_t n) {
+    const Vec d = random_vec(n, rng);
+    return to_float(d);
+  };
+  const auto x = f(N * IN), w = f(IN * OUT), b = f(OUT), dout = f(N * OUT);
+  std::vector<std::vector<float>> results[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool avx2 = ops::matmul_use_avx2(pass == 0);
+    if (pass == 0 && !avx2) GTEST_SKIP() << "this CPU has no AVX2: only the SSE2 path exists";
+    std::vector<float> out(N * OUT), dx(N * IN, 0.5f), dw(IN * OUT, 0.25f), db(OUT, 0.f);
+    ops::matmul_forward(out.data(), x.data(), w.data(), b.data(), N, IN, OUT);
+    ops::matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, IN,
+                         OUT);
+    results[pass] = {out, dx, dw, db};
+  }
+  ops::matmul_use_avx2(true);
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(0, std::memcmp(results[0][k].data(), results[1][k].data(),
+                             results[0][k].size() * sizeof(float)))
+        << "output " << k;
 }
 
 TEST(OpsGradcheck, LayerNorm) {

@@ -13,6 +13,8 @@
 //    reduces grad sums in a fixed tree, so it is run-to-run deterministic for one GPU model and
 //    one cuBLAS version, but it does not match the CPU bit-for-bit (see the CUDA-vs-CPU tests
 //    for the tolerance).
+// Caveat: one thread uses a Backend at a time (the CPU backend's buffer pool and the CUDA
+// backend's cuBLAS handle are not synchronized).
 // Caveat: the CUDA backend exists only when built with FLOTILLA_CUDA (FLOTILLA_HAVE_CUDA=1)
 // and a GPU is present; make_backend("cuda") returns an error string otherwise.
 #pragma once

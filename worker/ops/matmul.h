@@ -14,6 +14,11 @@ template <class T>
 void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IN,
                     int OUT);
 // dinp, dbias may be nullptr (skipped).
+// On x86-64 CPUs with AVX2 the float kernels use 32-byte vectors, otherwise 16-byte (SSE2);
+// both run the identical per-element operations in the identical order (no FMA), so results
+// are the same bits. matmul_use_avx2(false) forces SSE2 (tests use it to check exactly that);
+// returns whether AVX2 is now in use.
+bool matmul_use_avx2(bool allow);
 template <class T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                      const T* weight, int N, int IN, int OUT);
