@@ -4,7 +4,8 @@
 // hidden, 12 heads, 1024 tokens, vocab 32000, 135M parameters) on the CUDA backend, twice:
 // with FP32 GEMMs (the baseline, as exact as the CPU reference) and with TF32 tensor cores, and
 // prints the ratio between them. MFU uses the PaLM/llm.c count of training FLOPs per token,
-// 6 * (parameters) + 12 * layers * hidden * seq_len (attention scores and values), divided by
+// 6 * (matmul parameters: all but the embedding tables) + 12 * layers * hidden * seq_len
+// (attention scores and values), divided by
 // the GPU's dense peak for the math mode used (and, for comparison with published MFU numbers,
 // by the BF16 dense peak). Where the time goes: per-unit forward/backward and optimizer times,
 // measured with a device synchronize around each (which itself costs a little).
@@ -160,13 +161,17 @@ int main(int argc, char** argv) {
   fw::GPTConfig c = *fw::gpt_preset("gpt-125m");
   c.num_layers = layers;
   const double params = static_cast<double>(c.parameter_count());
+  // Embedding lookups are not multiplications: count the matmul parameters only (blocks and
+  // the untied LM head), so MFU is not flattered by the 25M-entry token table.
+  const double matmul_params = params - static_cast<double>(fw::unit_param_count(c, 0));
   const double flops_per_token =
-      6.0 * params + 12.0 * c.num_layers * static_cast<double>(c.hidden) * c.seq_len;
+      6.0 * matmul_params + 12.0 * c.num_layers * static_cast<double>(c.hidden) * c.seq_len;
   std::printf("bench_worker_gpu on %s: GPT %d layers, hidden %d, heads %d, seq %d, vocab %d "
               "(%.1fM params), micro-batch %d x %d tokens, %d timed steps\n",
               gpu.c_str(), c.num_layers, c.hidden, c.heads, c.seq_len, c.vocab, params / 1e6, B,
               c.seq_len, steps);
-  std::printf("training FLOPs per token (6N + 12*L*C*T): %.3g\n", flops_per_token);
+  std::printf("training FLOPs per token (6 * %.1fM matmul params + 12*L*C*T): %.3g\n",
+              matmul_params / 1e6, flops_per_token);
 
   std::string error;
   Result results[2];

@@ -10,17 +10,27 @@
 namespace flotilla::worker::cuda {
 namespace {
 
+// Thread idx as an element (b, h, t, d) of a [B,NH,T,HS] tensor; false past the end.
+struct HeadIndex {
+  int b, h, t, d;
+};
+__device__ inline bool head_index(std::size_t idx, int B, int T, int NH, int HS, HeadIndex* out) {
+  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return false;
+  out->d = static_cast<int>(idx % HS);
+  out->t = static_cast<int>((idx / HS) % T);
+  out->h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
+  out->b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
+  return true;
+}
+
 // qkv [B,T,3,NH,HS] -> q,k,v [B,NH,T,HS]
 __global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, int B, int T,
                                int NH, int HS) {
   const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return;
-  const int d = static_cast<int>(idx % HS);
-  const int t = static_cast<int>((idx / HS) % T);
-  const int h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
-  const int b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
+  HeadIndex i;
+  if (!head_index(idx, B, T, NH, HS, &i)) return;
   const int C = NH * HS;
-  const std::size_t src = (static_cast<std::size_t>(b) * T + t) * 3 * C + h * HS + d;
+  const std::size_t src = (static_cast<std::size_t>(i.b) * T + i.t) * 3 * C + i.h * HS + i.d;
   q[idx] = qkv[src];
   k[idx] = qkv[src + C];
   v[idx] = qkv[src + 2 * C];
@@ -30,13 +40,10 @@ __global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, i
 __global__ void permute_backward_kernel(float* dqkv, const float* dq, const float* dk,
                                         const float* dv, int B, int T, int NH, int HS) {
   const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return;
-  const int d = static_cast<int>(idx % HS);
-  const int t = static_cast<int>((idx / HS) % T);
-  const int h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
-  const int b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
+  HeadIndex i;
+  if (!head_index(idx, B, T, NH, HS, &i)) return;
   const int C = NH * HS;
-  const std::size_t dst = (static_cast<std::size_t>(b) * T + t) * 3 * C + h * HS + d;
+  const std::size_t dst = (static_cast<std::size_t>(i.b) * T + i.t) * 3 * C + i.h * HS + i.d;
   dqkv[dst] += dq[idx];
   dqkv[dst + C] += dk[idx];
   dqkv[dst + 2 * C] += dv[idx];
@@ -46,12 +53,9 @@ __global__ void permute_backward_kernel(float* dqkv, const float* dq, const floa
 __global__ void unpermute_kernel(float* out, const float* y, int B, int T, int NH, int HS,
                                  bool inverse) {
   const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (idx >= static_cast<std::size_t>(B) * NH * T * HS) return;
-  const int d = static_cast<int>(idx % HS);
-  const int t = static_cast<int>((idx / HS) % T);
-  const int h = static_cast<int>((idx / (static_cast<std::size_t>(HS) * T)) % NH);
-  const int b = static_cast<int>(idx / (static_cast<std::size_t>(HS) * T * NH));
-  const std::size_t o = (static_cast<std::size_t>(b) * T + t) * NH * HS + h * HS + d;
+  HeadIndex i;
+  if (!head_index(idx, B, T, NH, HS, &i)) return;
+  const std::size_t o = (static_cast<std::size_t>(i.b) * T + i.t) * NH * HS + i.h * HS + i.d;
   if (inverse)
     out[idx] = y[o];
   else
