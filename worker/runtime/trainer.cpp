@@ -243,30 +243,28 @@ void RankRunner::collect_shard_grads(int local_shard) {
   model_->zero_grads();
 }
 
-// Sum of the V per-shard gradients in shard order 0..V-1, whichever rank holds them; the
-// stage's DP root adds them and sends the sum to the other replicas.
+// Sum of the V per-shard gradients as one left fold in shard order, ((s0 + s1) + s2) + ...,
+// whatever the DP degree: replica d receives the running sum of shards [0, d*V/DP) from
+// replica d-1, adds its own shards in order and passes it on; the last replica sends the
+// total back to the others. Each link carries one buffer, so no rank gathers all V shards.
 void RankRunner::reduce_data_parallel() {
-  const std::size_t count = shard_grads_.front().size();
   std::vector<float> total;
   if (dpi_ == 0) {
-    std::vector<float> received(count);
-    for (int s = 0; s < g_.virtual_shards; ++s) {
-      const int owner = s / shards_per_rank_;
-      const std::vector<float>* src = &received;
-      if (owner == 0) src = &shard_grads_[static_cast<std::size_t>(s)];
-      else net_->recv_vec(layout_.rank_of(stage_, owner), kShardGrads, received);
-      if (s == 0) {
-        total = *src;
-      } else {
-        for (std::size_t i = 0; i < count; ++i) total[i] += (*src)[i];
-      }
-    }
-    for (int d = 1; d < layout_.dp; ++d) net_->send_vec(layout_.rank_of(stage_, d), kTotalGrads, total);
+    total = shard_grads_.front();
   } else {
-    const int root = layout_.rank_of(stage_, 0);
-    for (const auto& shard : shard_grads_) net_->send_vec(root, kShardGrads, shard);
-    total.resize(count);
-    net_->recv_vec(root, kTotalGrads, total);
+    total.resize(shard_grads_.front().size());
+    net_->recv_vec(layout_.rank_of(stage_, dpi_ - 1), kShardGrads, total);
+  }
+  for (std::size_t j = (dpi_ == 0 ? 1 : 0); j < shard_grads_.size(); ++j) {
+    const std::vector<float>& shard = shard_grads_[j];
+    for (std::size_t i = 0; i < total.size(); ++i) total[i] += shard[i];
+  }
+  const int last = layout_.dp - 1;
+  if (dpi_ < last) {
+    net_->send_vec(layout_.rank_of(stage_, dpi_ + 1), kShardGrads, total);
+    net_->recv_vec(layout_.rank_of(stage_, last), kTotalGrads, total);
+  } else {
+    for (int d = 0; d < last; ++d) net_->send_vec(layout_.rank_of(stage_, d), kTotalGrads, total);
   }
   set_stage_grads(total);
 }
