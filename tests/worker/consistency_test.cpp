@@ -86,13 +86,14 @@ TEST_F(Consistency, DifferentVirtualShardCountsAreDifferentJobs) {
 }
 
 TEST_F(Consistency, SigtermRelaunchUnderANewLayoutLosesNoStep) {
-  ASSERT_EQ(run("base", "--pp 1 --dp 1 --virtual-shards 2", 10).exit_code, 0);
+  ASSERT_EQ(run("base", "--pp 1 --dp 1 --virtual-shards 2", 24).exit_code, 0);
   const std::string common = " --model small --data " + data_.string() + " --checkpoint-dir " +
                              (dir_ / "ck_elastic").string() + " --loss-log " +
                              (dir_ / "loss_elastic.txt").string() +
-                             " --steps 10 --virtual-shards 2 --progress " +
+                             " --steps 24 --virtual-shards 2 --progress " +
                              (dir_ / "progress.jsonl").string();
-  // The first layout runs in the background; relaunch stops it with SIGTERM after 2 steps.
+  // The first layout runs in the background; relaunch stops it with SIGTERM after 2 steps
+  // (24 steps in all, so even a fast machine is still training when the SIGTERM lands).
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
