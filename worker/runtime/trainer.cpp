@@ -157,8 +157,9 @@ int RankRunner::run() {
   if (!backend_) throw std::runtime_error("backend: " + err);
   progress_ = std::make_unique<ProgressLog>(o_.progress);
 
+  const auto t_connect = std::chrono::steady_clock::now();
   net_ = TcpTransport::connect(rz_);
-  const double connect_s = seconds_since(t_process);
+  const double connect_s = seconds_since(t_connect);
   const auto t_load = std::chrono::steady_clock::now();
   auto [first_unit, end_unit] = layout_.stage_units[static_cast<std::size_t>(stage_)];
   model_ = std::make_unique<Stage>(o_.model, first_unit, end_unit, o_.train.seed, *backend_);
