@@ -271,3 +271,35 @@ TEST(ModelTraining, SmallModelLossDecreasesOnText) {
   EXPECT_LT(last, 3.5) << "loss did not drop enough: first " << first << " last " << last;
   EXPECT_LT(last, first - 1.5);
 }
+
+TEST(ModelStages, BadInputsSayWhatIsWrong) {
+  const auto c = *fw::gpt_preset("tiny");
+  auto be = fw::make_cpu_backend();
+  auto expect_error = [](auto&& fn, const std::string& needle) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { fw::Stage(c, 2, 2, 1, *be); }, "empty or outside");
+  expect_error([&] { fw::Stage(c, 0, c.num_units() + 1, 1, *be); }, "empty or outside");
+  fw::GPTConfig bad = c;
+  bad.heads = 3;
+  expect_error([&] { fw::Stage(bad, 0, 1, 1, *be); }, "divisible");
+
+  fw::Stage middle(c, 1, 2, 1, *be);
+  std::vector<std::int32_t> tokens(c.seq_len, 1), targets(c.seq_len, 1);
+  const fw::MicroBatch mb{1, tokens.data(), targets.data()};
+  std::vector<float> wrong(7);
+  expect_error([&] { middle.forward(0, mb, wrong, nullptr); }, "expected");
+  expect_error([&] { middle.backward(9, {}, 1.0f); }, "not in flight");
+
+  fw::Stage first(c, 0, 1, 1, *be);
+  tokens[3] = 256;
+  expect_error([&] { first.forward(0, mb, {}, nullptr); }, "outside the vocabulary");
+  tokens[3] = 1;
+  first.forward(0, mb, {}, nullptr);
+  expect_error([&] { first.forward(0, mb, {}, nullptr); }, "already in flight");
+}
