@@ -113,6 +113,18 @@ TEST(RuntimeJobOptions, RoundTripsThroughArgs) {
   EXPECT_EQ(again.train.lr, o.train.lr);
   EXPECT_EQ(again.layout.partition_string(), "0:1,1:4,4:6");
   EXPECT_EQ(again.geometry.virtual_shards, 4);
+  EXPECT_EQ(again.comm, "auto");
+  EXPECT_EQ(again.recv_timeout_s, 0);
+  auto timed = std::get<JobOptions>(parse_job_options(
+      {"--data", "x", "--checkpoint-dir", "c", "--recv-timeout", "2.5", "--connect-timeout", "9",
+       "--backend", "cuda", "--comm", "nccl"}));
+  auto timed_again = std::get<JobOptions>(parse_job_options(to_args(timed)));
+  EXPECT_EQ(timed_again.recv_timeout_s, 2.5);
+  EXPECT_EQ(timed_again.connect_timeout_s, 9);
+  EXPECT_EQ(timed_again.comm, "nccl");
+  EXPECT_EQ(std::get<std::string>(parse_job_options(
+                {"--data", "x", "--checkpoint-dir", "c", "--comm", "nccl"})),
+            "--comm nccl needs a CUDA backend (--backend cuda or cuda-tf32)");
   auto bad = parse_job_options({"--data", "x", "--checkpoint-dir", "c", "--model", "huge"});
   EXPECT_NE(std::get<std::string>(bad).find("unknown --model 'huge'"), std::string::npos);
   auto bad2 = parse_job_options({"--data", "x", "--checkpoint-dir", "c", "--pp", "two"});
@@ -225,6 +237,77 @@ void exchange_on_mesh(const std::string& master_addr) {
     });
   for (auto& th : threads) th.join();
   for (int r = 0; r < world; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+// A peer that stays connected but never sends: recv gives up after recv_timeout with one line
+// naming the peer and the awaited message; a peer that goes away is named at once.
+TEST(RuntimeTransport, SilentPeerTimesOutAndClosedPeerIsNamed) {
+  const int port = pick_free_port();
+  std::string error_silent, error_closed;
+  double waited_s = 0;
+  std::thread peer([&] {
+    auto t = TcpTransport::connect({1, 2, "127.0.0.1", port});
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  });
+  {
+    RendezvousConfig config{0, 2, "127.0.0.1", port};
+    config.recv_timeout = std::chrono::milliseconds(400);
+    auto t = TcpTransport::connect(config);
+    t->name_tags({"", "", "the answer"});
+    std::vector<float> v(4);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      t->recv_vec(1, 2, v);
+    } catch (const std::exception& e) {
+      error_silent = e.what();
+    }
+    waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    try {
+      t->recv_vec(1, 5, v);  // the peer exits after 1.5 s; the timeout is 0.4 s, so loop
+    } catch (const std::exception& e) {
+      error_closed = e.what();
+    }
+    for (int i = 0; i < 10 && error_closed.find("closed") == std::string::npos; ++i) {
+      try {
+        t->recv_vec(1, 5, v);
+      } catch (const std::exception& e) {
+        error_closed = e.what();
+      }
+    }
+  }
+  peer.join();
+  EXPECT_EQ(error_silent,
+            "timed out after 0.4 s waiting for rank 1 to send the answer (tag 2): that rank is "
+            "hung, stopped or unreachable (raise --recv-timeout / FLOTILLA_RECV_TIMEOUT_S if a "
+            "step legitimately takes longer)");
+  EXPECT_GE(waited_s, 0.39);
+  EXPECT_LT(waited_s, 1.4);
+  EXPECT_EQ(error_closed,
+            "rank 1 closed its connection (it exited or was killed) while this rank waited for a "
+            "message with tag 5");
+}
+
+TEST(RuntimeTransport, TimeoutsComeFromTheEnvironment) {
+  ::setenv("RANK", "0", 1);
+  ::setenv("WORLD_SIZE", "1", 1);
+  ::setenv("FLOTILLA_RECV_TIMEOUT_S", "2.5", 1);
+  ::setenv("FLOTILLA_CONNECT_TIMEOUT_S", "7", 1);
+  auto c = rendezvous_from_env();
+  EXPECT_EQ(c.recv_timeout.count(), 2500);
+  EXPECT_EQ(c.connect_timeout.count(), 7000);
+  ::setenv("FLOTILLA_RECV_TIMEOUT_S", "soon", 1);
+  try {
+    rendezvous_from_env();
+    ADD_FAILURE() << "a malformed timeout was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "environment variable FLOTILLA_RECV_TIMEOUT_S='soon' is not a positive number of "
+              "seconds");
+  }
+  for (const char* v : {"RANK", "WORLD_SIZE", "FLOTILLA_RECV_TIMEOUT_S", "FLOTILLA_CONNECT_TIMEOUT_S"})
+    ::unsetenv(v);
+  EXPECT_EQ(RendezvousConfig{}.recv_timeout.count(), 300000);
+  EXPECT_EQ(RendezvousConfig{}.connect_timeout.count(), 60000);
 }
 
 TEST(RuntimeCheckpoint, UnitFileRoundTripsAndCorruptionIsNamed) {

@@ -35,7 +35,8 @@ std::string job_usage() {
          "[--virtual-shards V] [--global-batch B] [--micro-batch M] [--checkpoint-every S] "
          "[--keep K] [--loss-log FILE] [--progress FILE|-] [--seed S] [--lr X] "
          "[--warmup-steps W] [--decay-steps D] [--grad-clip C] [--weight-decay W] "
-         "[--layers L] [--hidden C] [--heads H] [--seq-len T] [--backend cpu|cuda|cuda-tf32]";
+         "[--layers L] [--hidden C] [--heads H] [--seq-len T] [--backend cpu|cuda|cuda-tf32] [--comm auto|tcp|nccl] "
+         "[--recv-timeout SECONDS] [--connect-timeout SECONDS]";
 }
 
 std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::string>& args) {
@@ -77,7 +78,9 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
                  take("grad-clip", o.train.grad_clip_norm),
                  take("weight-decay", o.train.weight_decay), take("layers", layers),
                  take("hidden", hidden), take("heads", heads), take("seq-len", seq),
-                 take("backend", o.backend)}) {
+                 take("backend", o.backend), take("comm", o.comm),
+                 take("recv-timeout", o.recv_timeout_s),
+                 take("connect-timeout", o.connect_timeout_s)}) {
     if (!e.empty() && err.empty()) err = e;
   }
   if (!err.empty()) return err;
@@ -106,6 +109,12 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
   if (o.checkpoint_every < 0) return std::string("--checkpoint-every must be >= 0");
   if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "cuda-tf32")
     return "--backend '" + o.backend + "' is not cpu, cuda or cuda-tf32";
+  if (o.comm != "auto" && o.comm != "tcp" && o.comm != "nccl")
+    return "--comm '" + o.comm + "' is not auto, tcp or nccl";
+  if (o.comm == "nccl" && o.backend == "cpu")
+    return std::string("--comm nccl needs a CUDA backend (--backend cuda or cuda-tf32)");
+  if (o.recv_timeout_s < 0 || o.connect_timeout_s < 0)
+    return std::string("--recv-timeout and --connect-timeout must be positive seconds");
   auto layout = make_layout(o.world_size, o.pp, o.dp, o.model.num_units(), o.partition,
                             o.geometry);
   if (auto* e = std::get_if<std::string>(&layout)) return *e;
@@ -129,7 +138,11 @@ std::vector<std::string> to_args(const JobOptions& o) {
       "--warmup-steps", std::to_string(o.train.warmup_steps),
       "--decay-steps", std::to_string(o.train.total_steps),
       "--grad-clip", float_arg(o.train.grad_clip_norm),
-      "--weight-decay", float_arg(o.train.weight_decay), "--backend", o.backend};
+      "--weight-decay", float_arg(o.train.weight_decay), "--backend", o.backend,
+      "--comm", o.comm};
+  if (o.recv_timeout_s > 0) a.insert(a.end(), {"--recv-timeout", float_arg(o.recv_timeout_s)});
+  if (o.connect_timeout_s > 0)
+    a.insert(a.end(), {"--connect-timeout", float_arg(o.connect_timeout_s)});
   if (!o.partition.empty()) a.insert(a.end(), {"--partition", o.partition});
   if (!o.loss_log.empty()) a.insert(a.end(), {"--loss-log", o.loss_log});
   if (!o.progress.empty()) a.insert(a.end(), {"--progress", o.progress});

@@ -36,6 +36,14 @@ struct JobOptions {
   std::string loss_log;  // "" = none
   std::string progress;  // "" = none, "-" = stdout, else a file every rank appends to
   std::string backend = "cpu";  // "cpu", "cuda" or "cuda-tf32" (see worker/model/backend.h)
+  // How stages and replicas exchange tensors: "tcp" (host memory over the TCP transport),
+  // "nccl" (GPU buffers over NCCL; CUDA backends only) or "auto" (nccl for a CUDA backend
+  // when this build has NCCL, else tcp). See runtime/nccl_communicator.h.
+  std::string comm = "auto";
+  // Transport limits in seconds; 0 = FLOTILLA_RECV_TIMEOUT_S / FLOTILLA_CONNECT_TIMEOUT_S or
+  // the defaults (300 s per receive, 60 s per rendezvous step). See tcp_transport.h.
+  double recv_timeout_s = 0;
+  double connect_timeout_s = 0;
   Layout layout;
 };
 

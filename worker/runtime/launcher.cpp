@@ -89,15 +89,24 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }
-  auto result = group.wait_all();
+  const std::chrono::milliseconds kill_grace(3000);
+  auto result = group.wait_all(kill_grace);
   if (!result.ok) {
     int rank = 0;
-    for (std::size_t i = 0; i < result.exits.size(); ++i)
+    std::string hung;
+    for (std::size_t i = 0; i < result.exits.size(); ++i) {
       if (result.exits[i].pid == result.first_failure->pid) rank = static_cast<int>(i);
-    return fail("rank " + std::to_string(rank) + " failed: " + result.first_failure->describe() +
-                    " (its error is above); the job can resume from the last complete "
-                    "checkpoint in '" + options.checkpoint_dir + "'",
-                1);
+      if (result.exits[i].killed_by_group) hung += (hung.empty() ? "" : ", ") + std::to_string(i);
+    }
+    fail("rank " + std::to_string(rank) + " failed: " + result.first_failure->describe() +
+             " (its error is above); the job can resume from the last complete checkpoint in '" +
+             options.checkpoint_dir + "'",
+         1);
+    if (!hung.empty())
+      fail("rank(s) " + hung + " did not stop within " + std::to_string(kill_grace.count()) +
+               " ms of SIGTERM and were killed with SIGKILL (hung or stopped?)",
+           1);
+    return 1;
   }
   return 0;
 }

@@ -103,6 +103,7 @@ ProcessGroup::Result ProcessGroup::wait_all(std::chrono::milliseconds kill_grace
   result.exits.resize(pids_.size());
   bool forwarded_stop = false;
   bool kill_pending = false;
+  bool sent_kill = false;
   auto kill_at = std::chrono::steady_clock::now();
   std::size_t alive = 0;
   for (bool r : reaped_) alive += r ? 0 : 1;
@@ -114,6 +115,7 @@ ProcessGroup::Result ProcessGroup::wait_all(std::chrono::milliseconds kill_grace
     if (kill_pending && std::chrono::steady_clock::now() >= kill_at) {
       signal_all(SIGKILL);
       kill_pending = false;
+      sent_kill = true;
     }
     bool any = false;
     for (std::size_t i = 0; i < pids_.size(); ++i) {
@@ -128,6 +130,7 @@ ProcessGroup::Result ProcessGroup::wait_all(std::chrono::milliseconds kill_grace
       exit.pid = pid;
       if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
       else exit.exit_code = WEXITSTATUS(status);
+      exit.killed_by_group = sent_kill && exit.signal == SIGKILL;
       result.exits[i] = exit;
       if (!exit.ok() && !result.first_failure) {
         result.ok = false;

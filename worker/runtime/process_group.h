@@ -6,7 +6,8 @@
 //     SIGTERM if the parent dies (PR_SET_PDEATHSIG) so no orphan ranks survive a killed launcher.
 //   - wait_all() returns when every child has exited. The first child that fails (non-zero
 //     exit or killed by a signal) makes the group SIGTERM the rest, then SIGKILL them after
-//     `kill_grace`; the result names that first failure. A stop request (request_stop(), e.g.
+//     `kill_grace`; the result names that first failure and marks the children it had to
+//     SIGKILL (a stopped or hung rank ignores SIGTERM). A stop request (request_stop(), e.g.
 //     from a SIGTERM handler) forwards SIGTERM to every child once and keeps waiting.
 //   - JobLock: one launcher per checkpoint folder. It holds an flock on <dir>/launcher.lock
 //     (released by the kernel when the launcher exits, however it exits) and records its pid,
@@ -31,6 +32,7 @@ struct ChildExit {
   pid_t pid = 0;
   int exit_code = 0;    // valid when signal == 0
   int signal = 0;       // the killing signal, 0 when it exited
+  bool killed_by_group = false;  // SIGKILLed by wait_all after ignoring SIGTERM for kill_grace
   bool ok() const { return signal == 0 && exit_code == 0; }
   std::string describe() const;
 };

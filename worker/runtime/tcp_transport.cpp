@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -25,12 +27,24 @@ namespace {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
+using Clock = std::chrono::steady_clock;
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+// Throws "timed out" (as std::system_error-free runtime_error) when the peer stops draining
+// the socket for SO_SNDTIMEO; the caller adds who the peer is.
 void write_all(int fd, const void* data, std::size_t size) {
   const auto* p = static_cast<const char*>(data);
   while (size > 0) {
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        throw std::runtime_error("timed out: the peer stopped reading (hung or stopped?)");
       fail("socket send failed");
     }
     p += n;
@@ -38,23 +52,57 @@ void write_all(int fd, const void* data, std::size_t size) {
   }
 }
 
-// Returns false on a clean EOF before any byte.
-bool read_all(int fd, void* data, std::size_t size) {
+enum class ReadStatus { kOk, kClosed, kTimedOut };
+
+// Reads exactly `size` bytes before `deadline`. kClosed: the peer closed (or reset) the
+// connection before the first byte; closing in the middle of a message throws.
+ReadStatus read_all_until(int fd, void* data, std::size_t size, Clock::time_point deadline) {
   auto* p = static_cast<char*>(data);
   std::size_t got = 0;
   while (got < size) {
-    ssize_t n = ::recv(fd, p + got, size - got, 0);
-    if (n == 0) {
-      if (got == 0) return false;
+    // poll() is never restarted after a signal (a SIGTERM asking for a checkpoint must not
+    // fail the receive), so retry on EINTR against the original deadline.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd pfd{fd, POLLIN, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 1 << 30)));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail("poll() failed");
+    }
+    if (r == 0) return ReadStatus::kTimedOut;
+    ssize_t n = ::recv(fd, p + got, size - got, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+      if (got == 0) return ReadStatus::kClosed;
       throw std::runtime_error("connection closed in the middle of a message");
     }
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       fail("socket recv failed");
     }
     got += static_cast<std::size_t>(n);
   }
-  return true;
+  return ReadStatus::kOk;
+}
+
+// Rendezvous reads: a timeout or a hang-up is an error saying what was awaited.
+void read_rendezvous(int fd, void* data, std::size_t size, std::chrono::milliseconds timeout,
+                     const std::string& what) {
+  switch (read_all_until(fd, data, size, Clock::now() + timeout)) {
+    case ReadStatus::kOk: return;
+    case ReadStatus::kClosed: throw std::runtime_error("rendezvous: " + what + ": peer hung up");
+    case ReadStatus::kTimedOut:
+      throw std::runtime_error("rendezvous timed out after " + seconds_text(timeout) +
+                               " waiting for " + what +
+                               " (raise --connect-timeout / FLOTILLA_CONNECT_TIMEOUT_S if ranks "
+                               "start slowly)");
+  }
+}
+
+void set_send_timeout(int fd, std::chrono::milliseconds timeout) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 void set_nodelay(int fd) {
@@ -114,7 +162,11 @@ int accept_within(int listen_fd, std::chrono::milliseconds timeout, const std::s
     pollfd p{listen_fd, POLLIN, 0};
     r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
   } while (r < 0 && errno == EINTR);
-  if (r == 0) throw std::runtime_error("rendezvous timed out waiting for " + who);
+  if (r == 0)
+    throw std::runtime_error("rendezvous timed out after " + seconds_text(timeout) +
+                             " waiting for " + who +
+                             " (did every rank start? raise --connect-timeout / "
+                             "FLOTILLA_CONNECT_TIMEOUT_S if they start slowly)");
   if (r < 0) fail("poll() failed");
   int fd = -1;
   do {
@@ -139,8 +191,9 @@ int connect_retrying(sockaddr_in addr, std::chrono::milliseconds timeout) {
     }
     ::close(fd);
     if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("rendezvous timed out connecting to " + std::string(host) + ":" +
-                               std::to_string(port) + " (is rank 0 running?)");
+      throw std::runtime_error("rendezvous timed out after " + seconds_text(timeout) +
+                               " connecting to " + std::string(host) + ":" +
+                               std::to_string(port) + " (is that rank running?)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -161,6 +214,17 @@ int env_int(const char* name, int fallback, bool required) {
   return static_cast<int>(x);
 }
 
+std::chrono::milliseconds env_seconds(const char* name, std::chrono::milliseconds fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  if (*end != '\0' || !(x > 0.0) || x > 1e7)
+    throw std::runtime_error(std::string("environment variable ") + name + "='" + v +
+                             "' is not a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(x * 1000.0 + 0.5));
+}
+
 struct Header {
   std::uint32_t tag;
   std::uint32_t pad;
@@ -175,6 +239,8 @@ RendezvousConfig rendezvous_from_env() {
   c.world_size = env_int("WORLD_SIZE", 1, true);
   c.master_port = env_int("MASTER_PORT", 29500, c.world_size > 1);
   if (const char* a = std::getenv("MASTER_ADDR"); a != nullptr && *a != '\0') c.master_addr = a;
+  c.recv_timeout = env_seconds("FLOTILLA_RECV_TIMEOUT_S", c.recv_timeout);
+  c.connect_timeout = env_seconds("FLOTILLA_CONNECT_TIMEOUT_S", c.connect_timeout);
   if (c.world_size < 1) throw std::runtime_error("WORLD_SIZE must be at least 1");
   if (c.rank >= c.world_size)
     throw std::runtime_error("RANK=" + std::to_string(c.rank) + " is not below WORLD_SIZE=" +
@@ -243,7 +309,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& conf
       for (int k = 1; k < n; ++k) {
         int fd = accept_within(lfd, config.connect_timeout, "the other ranks to join");
         std::int32_t hello[2];
-        if (!read_all(fd, hello, sizeof hello)) throw std::runtime_error("rendezvous: peer hung up");
+        read_rendezvous(fd, hello, sizeof hello, config.connect_timeout, "a joining rank's hello");
         if (hello[0] <= 0 || hello[0] >= n || fds[static_cast<std::size_t>(hello[0])] != -1)
           throw std::runtime_error("rendezvous: unexpected or duplicate rank " +
                                    std::to_string(hello[0]) + " (two jobs on one MASTER_PORT?)");
@@ -261,8 +327,8 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& conf
       std::int32_t hello[2] = {me, bound_port(lfd)};
       int fd0 = connect_retrying(master, config.connect_timeout);
       write_all(fd0, hello, sizeof hello);
-      if (!read_all(fd0, table.data(), table.size() * sizeof(Endpoint)))
-        throw std::runtime_error("rendezvous: rank 0 hung up");
+      read_rendezvous(fd0, table.data(), table.size() * sizeof(Endpoint), config.connect_timeout,
+                      "rank 0 to send the peer table");
       fds[0] = fd0;
       for (int i = 1; i < me; ++i) {
         sockaddr_in addr{};
@@ -277,17 +343,19 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& conf
       for (int k = me + 1; k < n; ++k) {
         int fd = accept_within(lfd, config.connect_timeout, "higher ranks to connect");
         std::int32_t who = -1;
-        if (!read_all(fd, &who, sizeof who) || who <= me || who >= n ||
-            fds[static_cast<std::size_t>(who)] != -1)
+        read_rendezvous(fd, &who, sizeof who, config.connect_timeout, "a higher rank's hello");
+        if (who <= me || who >= n || fds[static_cast<std::size_t>(who)] != -1)
           throw std::runtime_error("rendezvous: bad hello from a peer");
         fds[static_cast<std::size_t>(who)] = fd;
       }
       ::close(lfd);
     }
   }
+  t->recv_timeout_ = config.recv_timeout;
   t->links_.resize(static_cast<std::size_t>(n));
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
+    set_send_timeout(fds[static_cast<std::size_t>(p)], config.recv_timeout);
     auto link = std::make_unique<Link>();
     link->fd = fds[static_cast<std::size_t>(p)];
     link->peer = p;
@@ -299,11 +367,18 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const RendezvousConfig& conf
 }
 
 TcpTransport::~TcpTransport() {
+  // Destroyed by an error (a timeout, a dead peer): unsent messages are moot, and a sender
+  // blocked on a hung peer must not keep this rank from exiting, so shut the sockets first.
+  const bool failing = std::uncaught_exceptions() > 0;
   for (auto& link : links_) {
     if (!link) continue;
     {
       std::lock_guard lock(link->mu);
       link->stopping = true;
+      if (failing) {
+        link->queue.clear();
+        ::shutdown(link->fd, SHUT_RDWR);
+      }
       link->cv.notify_all();
     }
     link->sender.join();
@@ -326,41 +401,72 @@ void TcpTransport::send(int peer, std::uint32_t tag, const void* data, std::size
   link.cv.notify_all();
 }
 
-void TcpTransport::recv_header(int peer, std::uint32_t& tag, std::uint64_t& size) {
+std::string TcpTransport::tag_name(std::uint32_t tag) const {
+  if (tag < tag_names_.size() && !tag_names_[tag].empty())
+    return tag_names_[tag] + " (tag " + std::to_string(tag) + ")";
+  return "a message with tag " + std::to_string(tag);
+}
+
+void TcpTransport::recv_header(int peer, std::uint32_t tag, std::uint32_t& got_tag,
+                               std::uint64_t& size, Clock::time_point deadline) {
   if (peer < 0 || peer >= world_size_ || peer == rank_)
     throw std::logic_error("recv from invalid peer " + std::to_string(peer));
   Header h{};
-  if (!read_all(links_[static_cast<std::size_t>(peer)]->fd, &h, sizeof h))
-    throw std::runtime_error("rank " + std::to_string(peer) +
-                             " closed its connection (it exited or was killed)");
-  tag = h.tag;
+  switch (read_all_until(links_[static_cast<std::size_t>(peer)]->fd, &h, sizeof h, deadline)) {
+    case ReadStatus::kOk: break;
+    case ReadStatus::kClosed:
+      throw std::runtime_error("rank " + std::to_string(peer) +
+                               " closed its connection (it exited or was killed) while this rank "
+                               "waited for " + tag_name(tag));
+    case ReadStatus::kTimedOut:
+      throw std::runtime_error("timed out after " + seconds_text(recv_timeout_) +
+                               " waiting for rank " + std::to_string(peer) + " to send " +
+                               tag_name(tag) +
+                               ": that rank is hung, stopped or unreachable (raise "
+                               "--recv-timeout / FLOTILLA_RECV_TIMEOUT_S if a step legitimately "
+                               "takes longer)");
+  }
+  got_tag = h.tag;
   size = h.size;
 }
 
+void TcpTransport::recv_body(int peer, std::uint32_t tag, void* data, std::size_t size,
+                             Clock::time_point deadline) {
+  if (size == 0) return;
+  auto status = read_all_until(links_[static_cast<std::size_t>(peer)]->fd, data, size, deadline);
+  if (status == ReadStatus::kClosed)
+    throw std::runtime_error("rank " + std::to_string(peer) + " closed its connection in the "
+                             "middle of " + tag_name(tag));
+  if (status == ReadStatus::kTimedOut)
+    throw std::runtime_error("timed out after " + seconds_text(recv_timeout_) +
+                             " receiving the rest of " + tag_name(tag) + " from rank " +
+                             std::to_string(peer) + " (hung or unreachable?)");
+}
+
 void TcpTransport::recv(int peer, std::uint32_t tag, void* data, std::size_t size_bytes) {
+  const auto deadline = Clock::now() + recv_timeout_;
   std::uint32_t got_tag = 0;
   std::uint64_t got_size = 0;
-  recv_header(peer, got_tag, got_size);
+  recv_header(peer, tag, got_tag, got_size, deadline);
   if (got_tag != tag || got_size != size_bytes)
     throw std::runtime_error("protocol error: expected tag " + std::to_string(tag) + " (" +
                              std::to_string(size_bytes) + " bytes) from rank " +
                              std::to_string(peer) + ", got tag " + std::to_string(got_tag) +
                              " (" + std::to_string(got_size) + " bytes)");
-  if (size_bytes > 0 && !read_all(links_[static_cast<std::size_t>(peer)]->fd, data, size_bytes))
-    throw std::runtime_error("rank " + std::to_string(peer) + " closed its connection");
+  recv_body(peer, tag, data, size_bytes, deadline);
 }
 
 std::vector<std::uint8_t> TcpTransport::recv_bytes(int peer, std::uint32_t tag) {
+  const auto deadline = Clock::now() + recv_timeout_;
   std::uint32_t got_tag = 0;
   std::uint64_t got_size = 0;
-  recv_header(peer, got_tag, got_size);
+  recv_header(peer, tag, got_tag, got_size, deadline);
   if (got_tag != tag)
     throw std::runtime_error("protocol error: expected tag " + std::to_string(tag) +
                              " from rank " + std::to_string(peer) + ", got tag " +
                              std::to_string(got_tag));
   std::vector<std::uint8_t> out(got_size);
-  if (got_size > 0 && !read_all(links_[static_cast<std::size_t>(peer)]->fd, out.data(), got_size))
-    throw std::runtime_error("rank " + std::to_string(peer) + " closed its connection");
+  recv_body(peer, tag, out.data(), out.size(), deadline);
   return out;
 }
 
@@ -368,8 +474,14 @@ void TcpTransport::flush() {
   for (auto& link : links_) {
     if (!link) continue;
     std::unique_lock lock(link->mu);
-    link->cv.wait(lock, [&] { return (link->queue.empty() && !link->busy) || !link->error.empty(); });
+    const bool drained = link->cv.wait_for(lock, recv_timeout_, [&] {
+      return (link->queue.empty() && !link->busy) || !link->error.empty();
+    });
     if (!link->error.empty()) throw std::runtime_error(link->error);
+    if (!drained)
+      throw std::runtime_error("timed out after " + seconds_text(recv_timeout_) +
+                               " waiting for rank " + std::to_string(link->peer) +
+                               " to take queued messages (hung or stopped?)");
   }
 }
 

@@ -14,6 +14,14 @@
 //     size; recv() checks both, so a schedule bug is an error naming the tags, not silent
 //     corruption.
 //   - A peer that exits or is killed turns into an error on the next recv from it.
+//   - Nothing waits forever. Every recv() waits at most `recv_timeout` for its whole message
+//     (default 300 s, FLOTILLA_RECV_TIMEOUT_S or --recv-timeout), a send that the peer stops
+//     draining fails after the same time (SO_SNDTIMEO), and every rendezvous step (accept,
+//     connect, hello) at most `connect_timeout` (default 60 s, FLOTILLA_CONNECT_TIMEOUT_S or
+//     --connect-timeout). A timeout is one line naming the peer rank, what was awaited (the
+//     tag's name from name_tags()) and the limit. A transport destroyed while an exception is
+//     in flight drops its unsent messages and shuts its sockets, so an erroring rank exits at
+//     once instead of blocking on a hung peer.
 // Assumes: both sides of a link agree on the order of their messages (deterministic schedules).
 // Caveats: no encryption or authentication; meant for loopback and trusted pod networks.
 #pragma once
@@ -32,11 +40,13 @@ struct RendezvousConfig {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds connect_timeout{60000};
+  std::chrono::milliseconds recv_timeout{300000};
 };
 
-// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; throws a one-line error naming the
-// missing or malformed variable.
+// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and the optional FLOTILLA_RECV_TIMEOUT_S
+// and FLOTILLA_CONNECT_TIMEOUT_S (seconds, may be fractional); throws a one-line error naming
+// the missing or malformed variable.
 RendezvousConfig rendezvous_from_env();
 
 class TcpTransport {
@@ -65,14 +75,26 @@ class TcpTransport {
   }
 
   // Waits until every queued send has been handed to the kernel; rethrows a send failure.
+  // Fails after recv_timeout when a peer stops draining its link.
   void flush();
+
+  // Names for tags, used in error messages ("waiting for rank 2 to send its control
+  // message"); index = tag. Unnamed tags are printed as numbers.
+  void name_tags(std::vector<std::string> names) { tag_names_ = std::move(names); }
+  std::chrono::milliseconds recv_timeout() const { return recv_timeout_; }
 
  private:
   TcpTransport() = default;
   struct Link;
-  void recv_header(int peer, std::uint32_t& tag, std::uint64_t& size);
+  void recv_header(int peer, std::uint32_t tag, std::uint32_t& got_tag, std::uint64_t& size,
+                   std::chrono::steady_clock::time_point deadline);
+  void recv_body(int peer, std::uint32_t tag, void* data, std::size_t size,
+                 std::chrono::steady_clock::time_point deadline);
+  std::string tag_name(std::uint32_t tag) const;
   int rank_ = 0;
   int world_size_ = 1;
+  std::chrono::milliseconds recv_timeout_{300000};
+  std::vector<std::string> tag_names_;
   std::vector<std::unique_ptr<Link>> links_;
 };
 

@@ -31,6 +31,20 @@ enum Tag : std::uint32_t {
   kCheckpointDone,
 };
 
+// What each tag carries, for "waiting for rank 2 to send ..." errors (index = tag).
+std::vector<std::string> tag_names() {
+  return {"",
+          "the step to resume from",
+          "an activation",
+          "an activation gradient",
+          "the running sum of its virtual-shard gradients",
+          "the reduced data-parallel gradients",
+          "its end-of-step control message",
+          "the end-of-step decision",
+          "its checkpoint file list",
+          "the checkpoint-complete acknowledgement"};
+}
+
 json model_json(const GPTConfig& c) {
   return {{"num_layers", c.num_layers}, {"hidden", c.hidden}, {"heads", c.heads},
           {"seq_len", c.seq_len},       {"vocab", c.vocab}};
@@ -158,7 +172,13 @@ int RankRunner::run() {
   progress_ = std::make_unique<ProgressLog>(o_.progress);
 
   const auto t_connect = std::chrono::steady_clock::now();
+  if (o_.recv_timeout_s > 0)
+    rz_.recv_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o_.recv_timeout_s * 1000));
+  if (o_.connect_timeout_s > 0)
+    rz_.connect_timeout =
+        std::chrono::milliseconds(static_cast<std::int64_t>(o_.connect_timeout_s * 1000));
   net_ = TcpTransport::connect(rz_);
+  net_->name_tags(tag_names());
   const double connect_s = seconds_since(t_connect);
   const auto t_load = std::chrono::steady_clock::now();
   auto [first_unit, end_unit] = layout_.stage_units[static_cast<std::size_t>(stage_)];
@@ -181,9 +201,13 @@ int RankRunner::run() {
                             .dump());
 
   for (std::int64_t step = start_step_; step < o_.steps && !stop_; ++step) {
-    train_step(step);
-    bool periodic = o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0;
-    if (stop_ || step + 1 == o_.steps || periodic) checkpoint(step + 1);
+    try {
+      train_step(step);
+      bool periodic = o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0;
+      if (stop_ || step + 1 == o_.steps || periodic) checkpoint(step + 1);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("step " + std::to_string(step) + ": " + e.what());
+    }
   }
   net_->flush();
   return 0;
