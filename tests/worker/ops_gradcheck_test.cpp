@@ -14,6 +14,7 @@
 #include "worker/ops/attention.h"
 #include "worker/ops/cross_entropy.h"
 #include "worker/ops/embedding.h"
+#include "worker/ops/exp.h"
 #include "worker/ops/gelu.h"
 #include "worker/ops/layernorm.h"
 #include "worker/ops/matmul.h"
@@ -123,6 +124,23 @@ TEST(OpsGradcheck, MatmulSameBitsWithAndWithoutAvx2) {
     EXPECT_EQ(0, std::memcmp(results[0][k].data(), results[1][k].data(),
                              results[0][k].size() * sizeof(float)))
         << "output " << k;
+}
+
+TEST(OpsGradcheck, DeterministicExpWithinTwoUlp) {
+  // Against double-precision exp over the whole range the kernels use.
+  double worst_ulps = 0;
+  for (int i = 0; i <= 2000000; ++i) {
+    const float x = -87.0f + 175.0f * static_cast<float>(i) / 2000000.0f;
+    const double want = std::exp(static_cast<double>(x));
+    const float got = ops::det_expf(x);
+    const double ulp = std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    worst_ulps = std::max(worst_ulps, std::abs(got - want) / ulp);
+  }
+  EXPECT_LE(worst_ulps, 2.0);
+  ::testing::Test::RecordProperty("det_expf_worst_ulps", std::to_string(worst_ulps));
+  EXPECT_EQ(ops::det_expf(0.0f), 1.0f);
+  EXPECT_EQ(ops::det_expf(-100.0f), 0.0f);
+  EXPECT_TRUE(std::isfinite(ops::det_expf(1000.0f)));
 }
 
 TEST(OpsGradcheck, LayerNorm) {

@@ -1,4 +1,5 @@
 #include "worker/ops/attention.h"
+#include "worker/ops/exp.h"
 
 #include <cmath>
 #include <vector>
@@ -24,12 +25,10 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int N
           a[t2] = s;
           if (s > maxv) maxv = s;
         }
+        // exp in its own loop so it vectorizes; the sum stays sequential (same bits).
+        for (int t2 = 0; t2 <= t; ++t2) a[t2] = op_exp(a[t2] - maxv);
         T sum = 0;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const T e = std::exp(a[t2] - maxv);
-          a[t2] = e;
-          sum += e;
-        }
+        for (int t2 = 0; t2 <= t; ++t2) sum += a[t2];
         const T inv = T(1) / sum;
         for (int t2 = 0; t2 <= t; ++t2) a[t2] *= inv;
         for (int t2 = t + 1; t2 < Tn; ++t2) a[t2] = 0;

@@ -1,4 +1,5 @@
 #include "worker/ops/cross_entropy.h"
+#include "worker/ops/exp.h"
 
 #include <cmath>
 
@@ -13,11 +14,10 @@ void cross_entropy_forward(T* losses, T* probs, const T* logits, const std::int3
     T maxv = l[0];
     for (int j = 1; j < V; ++j)
       if (l[j] > maxv) maxv = l[j];
+    // exp in its own loop so it vectorizes; the sum stays sequential (same bits).
+    for (int j = 0; j < V; ++j) p[j] = op_exp(l[j] - maxv);
     T sum = 0;
-    for (int j = 0; j < V; ++j) {
-      p[j] = std::exp(l[j] - maxv);
-      sum += p[j];
-    }
+    for (int j = 0; j < V; ++j) sum += p[j];
     const T inv = T(1) / sum;
     for (int j = 0; j < V; ++j) p[j] *= inv;
     losses[n] = std::log(sum) - (l[targets[n]] - maxv);

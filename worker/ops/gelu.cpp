@@ -1,4 +1,5 @@
 #include "worker/ops/gelu.h"
+#include "worker/ops/exp.h"
 
 #include <cmath>
 
@@ -13,7 +14,7 @@ constexpr double kCubic = 0.044715;
 // exp -> 0 gives -1); absolute error stays at float rounding, which is what gelu needs.
 template <class T>
 T fast_tanh(T u) {
-  return T(1) - T(2) / (std::exp(T(2) * u) + T(1));
+  return T(1) - T(2) / (op_exp(T(2) * u) + T(1));
 }
 }  // namespace
 
