@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "worker/cuda/common.cuh"
+#include "worker/cuda/gemm_plan.h"
 #include "worker/cuda/kernels.h"
 
 namespace flotilla::worker::cuda {
@@ -107,17 +108,12 @@ void attention_forward(cublasContext* handle, float* out, float* att, const floa
   float *q = scratch, *k = q + n, *v = k + n, *y = v + n;
   permute_kernel<<<blocks_for(n, 256), 256>>>(q, k, v, qkv, B, T, NH, HS);
   FLOTILLA_CUDA_LAUNCHED("attention_forward(permute)");
-  const float scale = 1.f / std::sqrt(static_cast<float>(HS)), one = 1.f, zero = 0.f;
-  const long long sqkv = static_cast<long long>(T) * HS, satt = static_cast<long long>(T) * T;
-  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HS, &scale,
-                                                k, HS, sqkv, q, HS, sqkv, &zero, att, T, satt,
-                                                B * NH));
+  const float scale = 1.f / std::sqrt(static_cast<float>(HS));
+  run_gemm(handle, attention_scores_gemm(B, T, NH, HS, scale), k, q, att);
   const int rows = B * NH * T;
   causal_softmax_kernel<<<blocks_for(rows, 8), 256>>>(att, rows, T);
   FLOTILLA_CUDA_LAUNCHED("attention_forward(softmax)");
-  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, HS, T, T, &one,
-                                                v, HS, sqkv, att, T, satt, &zero, y, HS, sqkv,
-                                                B * NH));
+  run_gemm(handle, attention_values_gemm(B, T, NH, HS), v, att, y);
   unpermute_kernel<<<blocks_for(n, 256), 256>>>(out, y, B, T, NH, HS, false);
   FLOTILLA_CUDA_LAUNCHED("attention_forward(unpermute)");
   scratch_free(scratch);
@@ -134,25 +130,16 @@ void attention_backward(cublasContext* handle, float* dqkv, const float* dout, c
   permute_kernel<<<blocks_for(n, 256), 256>>>(q, k, v, qkv, B, T, NH, HS);
   unpermute_kernel<<<blocks_for(n, 256), 256>>>(dy, dout, B, T, NH, HS, true);
   FLOTILLA_CUDA_LAUNCHED("attention_backward(permute)");
-  const float scale = 1.f / std::sqrt(static_cast<float>(HS)), one = 1.f, zero = 0.f;
-  const long long sqkv = static_cast<long long>(T) * HS, satt = static_cast<long long>(T) * T;
+  const float scale = 1.f / std::sqrt(static_cast<float>(HS));
   // datt = dy v^T ; dv = att^T dy
-  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HS, &one,
-                                                v, HS, sqkv, dy, HS, sqkv, &zero, datt, T, satt,
-                                                B * NH));
-  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_T, HS, T, T, &one,
-                                                dy, HS, sqkv, att, T, satt, &zero, dv, HS, sqkv,
-                                                B * NH));
+  run_gemm(handle, attention_datt_gemm(B, T, NH, HS), v, dy, datt);
+  run_gemm(handle, attention_dv_gemm(B, T, NH, HS), dy, att, dv);
   const int rows = B * NH * T;
   softmax_backward_kernel<<<blocks_for(rows, 8), 256>>>(datt, att, rows, T, scale);
   FLOTILLA_CUDA_LAUNCHED("attention_backward(softmax)");
   // dq = dpre k ; dk = dpre^T q
-  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, HS, T, T, &one,
-                                                k, HS, sqkv, datt, T, satt, &zero, dq, HS, sqkv,
-                                                B * NH));
-  FLOTILLA_CUDA_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_T, HS, T, T, &one,
-                                                q, HS, sqkv, datt, T, satt, &zero, dk, HS, sqkv,
-                                                B * NH));
+  run_gemm(handle, attention_dq_gemm(B, T, NH, HS), k, datt, dq);
+  run_gemm(handle, attention_dk_gemm(B, T, NH, HS), q, datt, dk);
   permute_backward_kernel<<<blocks_for(n, 256), 256>>>(dqkv, dq, dk, dv, B, T, NH, HS);
   FLOTILLA_CUDA_LAUNCHED("attention_backward(scatter)");
   scratch_free(scratch);

@@ -10,6 +10,11 @@ struct cublasContext;
 
 namespace flotilla::worker::cuda {
 
+struct GemmCall;
+// Executes a plan from gemm_plan.h with cuBLAS (SGEMM, or strided-batched when batch > 1).
+void run_gemm(cublasContext* handle, const GemmCall& call, const float* A, const float* B,
+              float* C);
+
 void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C);
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
