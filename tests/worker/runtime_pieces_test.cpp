@@ -12,6 +12,7 @@
 #include "worker/runtime/checkpoint.h"
 #include "worker/runtime/crc32.h"
 #include "worker/runtime/data_loader.h"
+#include "worker/runtime/gpu_selection.h"
 #include "worker/runtime/job_options.h"
 #include "worker/runtime/layout.h"
 #include "worker/runtime/pipeline_schedule.h"
@@ -308,6 +309,20 @@ TEST(RuntimeTransport, TimeoutsComeFromTheEnvironment) {
     ::unsetenv(v);
   EXPECT_EQ(RendezvousConfig{}.recv_timeout.count(), 300000);
   EXPECT_EQ(RendezvousConfig{}.connect_timeout.count(), 60000);
+}
+
+TEST(RuntimeGpuSelection, OneDevicePerLocalRankFromTheVisibleList) {
+  // FLOTILLA_VISIBLE_GPUS wins over CUDA_VISIBLE_DEVICES, which wins over counting devices.
+  EXPECT_EQ(gpu_for_local_rank(1, "4,5, 6", "0,1", 8), "5");
+  EXPECT_EQ(gpu_for_local_rank(2, "4,5, 6", "0,1", 8), "6");
+  EXPECT_EQ(gpu_for_local_rank(3, nullptr, "2,3", 8), "3");
+  EXPECT_EQ(gpu_for_local_rank(3, "", "GPU-a1,GPU-b2", 0), "GPU-b2");
+  EXPECT_EQ(gpu_for_local_rank(5, nullptr, nullptr, 4), "1");  // round robin
+  EXPECT_EQ(gpu_for_local_rank(0, nullptr, nullptr, 0), "");   // nothing to choose from
+  EXPECT_EQ(gpu_for_local_rank(0, nullptr, "7", 1), "7");      // idempotent in the rank
+  EXPECT_EQ(distinct_gpus(4, nullptr, "0,1", 2), 2);          // NCCL would refuse 4 ranks
+  EXPECT_EQ(distinct_gpus(2, nullptr, nullptr, 8), 2);
+  EXPECT_EQ(split_gpu_list(",0,,1,"), (std::vector<std::string>{"0", "1"}));
 }
 
 TEST(RuntimeCheckpoint, UnitFileRoundTripsAndCorruptionIsNamed) {

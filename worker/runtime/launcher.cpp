@@ -7,6 +7,8 @@
 
 #include "worker/model/backend.h"
 #include "worker/runtime/data_loader.h"
+#include "worker/runtime/gpu_selection.h"
+#include "worker/runtime/nccl_communicator.h"
 #include "worker/runtime/job_options.h"
 #include "worker/runtime/process_group.h"
 #include "worker/runtime/trainer.h"
@@ -25,12 +27,18 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   auto parsed = parse_job_options(args);
   if (auto* e = std::get_if<std::string>(&parsed)) return fail(*e, 2);
   const JobOptions& options = std::get<JobOptions>(parsed);
+  const bool cuda_backend = options.backend.rfind("cuda", 0) == 0;
   try {
     DataLoader probe(options.data_path, options.model.seq_len, options.train.seed);
   } catch (const std::exception& e) {
     return fail(e.what(), 2);
   }
-  if (options.backend.rfind("cuda", 0) == 0) {
+  // What the ranks run with: --comm resolved, so every rank makes the same choice.
+  JobOptions rank_options = options;
+  const char* flotilla_gpus = std::getenv("FLOTILLA_VISIBLE_GPUS");
+  const char* cuda_gpus = std::getenv("CUDA_VISIBLE_DEVICES");
+  int device_count = 0;
+  if (cuda_backend) {
     if (!cuda_compiled())
       return fail("--backend " + options.backend +
                       ": this flotilla-worker was built without CUDA (nvcc not found); use "
@@ -41,6 +49,22 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
                       ": no CUDA device is visible (check the driver and CUDA_VISIBLE_DEVICES); "
                       "use --backend cpu",
                   2);
+    device_count = cuda_device_count();
+    const int gpus = distinct_gpus(options.world_size, flotilla_gpus, cuda_gpus, device_count);
+    if (options.comm == "nccl" && !nccl_compiled())
+      return fail("--comm nccl: this flotilla-worker was built without NCCL; use --comm tcp", 2);
+    if (options.comm == "nccl" && gpus < options.world_size)
+      return fail("--comm nccl needs one GPU per rank: " + std::to_string(options.world_size) +
+                      " ranks but " + std::to_string(gpus) +
+                      " distinct GPUs visible (FLOTILLA_VISIBLE_GPUS / CUDA_VISIBLE_DEVICES); "
+                      "use --comm tcp or fewer ranks",
+                  2);
+    if (options.comm == "auto")
+      rank_options.comm =
+          nccl_compiled() && options.world_size > 1 && gpus >= options.world_size ? "nccl"
+                                                                                  : "tcp";
+  } else {
+    rank_options.comm = "tcp";
   }
   if (mode == "relaunch") {
     pid_t stopped = 0;
@@ -71,19 +95,18 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
     const std::string exe = self_executable();
     const std::string port = std::to_string(pick_free_port());
     std::vector<std::string> rank_args = {"rank"};
-    auto job_args = to_args(options);
+    auto job_args = to_args(rank_options);
     rank_args.insert(rank_args.end(), job_args.begin(), job_args.end());
-    // GPU ranks get one visible device each, round-robin, unless the caller already chose.
-    const int gpus = options.backend.rfind("cuda", 0) == 0 && std::getenv("CUDA_VISIBLE_DEVICES") == nullptr
-                         ? cuda_device_count()
-                         : 0;
     for (int r = 0; r < options.world_size; ++r) {
       std::map<std::string, std::string> env = {{"RANK", std::to_string(r)},
                                                 {"LOCAL_RANK", std::to_string(r)},
                                                 {"WORLD_SIZE", std::to_string(options.world_size)},
                                                 {"MASTER_ADDR", "127.0.0.1"},
                                                 {"MASTER_PORT", port}};
-      if (gpus > 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(r % gpus);
+      // GPU ranks see one device each: entry r of the visible list (gpu_selection.h).
+      if (cuda_backend)
+        if (auto gpu = gpu_for_local_rank(r, flotilla_gpus, cuda_gpus, device_count); !gpu.empty())
+          env["CUDA_VISIBLE_DEVICES"] = gpu;
       group.spawn(exe, rank_args, env);
     }
   } catch (const std::exception& e) {
@@ -118,8 +141,17 @@ int rank_main(const std::vector<std::string>& args) {
     if (auto* e = std::get_if<std::string>(&parsed)) throw std::runtime_error(*e);
     RendezvousConfig rz = rendezvous_from_env();
     rank = rz.rank;
+    const JobOptions& options = std::get<JobOptions>(parsed);
+    // One GPU per local rank also for starters other than our launcher (before any CUDA call).
+    if (options.backend.rfind("cuda", 0) == 0) {
+      const char* local = std::getenv("LOCAL_RANK");
+      const int local_rank = local != nullptr ? std::atoi(local) : rz.rank;
+      auto gpu = gpu_for_local_rank(local_rank, std::getenv("FLOTILLA_VISIBLE_GPUS"),
+                                    std::getenv("CUDA_VISIBLE_DEVICES"), 0);
+      if (!gpu.empty()) ::setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
+    }
     install_stop_handlers();
-    return run_rank(std::get<JobOptions>(parsed), rz);
+    return run_rank(options, rz);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flotilla-worker rank %d: error: %s\n", rank, e.what());
     return 1;

@@ -10,6 +10,7 @@
 #include "worker/model/optimizer.h"
 #include "worker/model/stage.h"
 #include "worker/runtime/checkpoint.h"
+#include "worker/runtime/nccl_communicator.h"
 #include "worker/runtime/pipeline_schedule.h"
 #include "worker/runtime/process_group.h"
 #include "worker/runtime/progress_log.h"
@@ -29,11 +30,12 @@ enum Tag : std::uint32_t {
   kDecision,
   kCheckpointFiles,
   kCheckpointDone,
+  kNcclIds,
 };
 
 // What each tag carries, for "waiting for rank 2 to send ..." errors (index = tag).
-std::vector<std::string> tag_names() {
-  return {"",
+const std::vector<std::string>& tag_names() {
+  static const std::vector<std::string> names = {"",
           "the step to resume from",
           "an activation",
           "an activation gradient",
@@ -42,7 +44,9 @@ std::vector<std::string> tag_names() {
           "its end-of-step control message",
           "the end-of-step decision",
           "its checkpoint file list",
-          "the checkpoint-complete acknowledgement"};
+          "the checkpoint-complete acknowledgement",
+          "the NCCL unique ids"};
+  return names;
 }
 
 json model_json(const GPTConfig& c) {
@@ -131,6 +135,9 @@ class RankRunner {
   void checkpoint(std::int64_t completed_steps);
   void collect_shard_grads(int local_shard);
   void reduce_data_parallel();
+  void reduce_data_parallel_on_device();
+  void send_tensor(int peer, Tag tag, const std::vector<float>& v);
+  void recv_tensor(int peer, Tag tag, std::vector<float>& v);
   std::vector<float> stage_grads();
   void set_stage_grads(const std::vector<float>& flat);
 
@@ -143,6 +150,7 @@ class RankRunner {
   std::unique_ptr<DataLoader> data_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<TcpTransport> net_;
+  std::unique_ptr<NcclCommunicator> nccl_;  // null: tensors go over net_
   std::unique_ptr<Stage> model_;
   std::unique_ptr<ProgressLog> progress_;
   std::unique_ptr<LossLog> loss_log_;
@@ -179,6 +187,10 @@ int RankRunner::run() {
         std::chrono::milliseconds(static_cast<std::int64_t>(o_.connect_timeout_s * 1000));
   net_ = TcpTransport::connect(rz_);
   net_->name_tags(tag_names());
+  const bool cuda_backend = o_.backend.rfind("cuda", 0) == 0;
+  if (o_.comm == "nccl" || (o_.comm == "auto" && cuda_backend && nccl_compiled() &&
+                            rz_.world_size > 1))
+    nccl_ = NcclCommunicator::connect(*net_, kNcclIds, rz_.recv_timeout);
   const double connect_s = seconds_since(t_connect);
   const auto t_load = std::chrono::steady_clock::now();
   auto [first_unit, end_unit] = layout_.stage_units[static_cast<std::size_t>(stage_)];
@@ -194,6 +206,7 @@ int RankRunner::run() {
                              {"units", {first_unit, end_unit}},
                              {"resumed_from_step", start_step_},
                              {"connect_seconds", connect_s},
+                             {"comm", nccl_ ? "nccl" : "tcp"},
                              {"load_seconds", load_s},
                              {"startup_seconds", seconds_since(t_process)},
                              {"process_start_unix_ms", start_ms},
@@ -209,6 +222,7 @@ int RankRunner::run() {
       throw std::runtime_error("step " + std::to_string(step) + ": " + e.what());
     }
   }
+  if (nccl_) nccl_->wait_sends();
   net_->flush();
   return 0;
 }
@@ -294,6 +308,60 @@ void RankRunner::reduce_data_parallel() {
   set_stage_grads(total);
 }
 
+NcclCommunicator::Channel channel_of(std::uint32_t tag) {
+  if (tag == kActivation) return NcclCommunicator::kForward;
+  if (tag == kGradient) return NcclCommunicator::kBackward;
+  return NcclCommunicator::kDataParallel;
+}
+
+void RankRunner::send_tensor(int peer, Tag tag, const std::vector<float>& v) {
+  if (nccl_) nccl_->send_host(channel_of(tag), peer, v.data(), v.size());
+  else net_->send_vec(peer, tag, v);
+}
+
+void RankRunner::recv_tensor(int peer, Tag tag, std::vector<float>& v) {
+  if (nccl_) nccl_->recv_host(channel_of(tag), peer, v.data(), v.size(), tag_names()[tag]);
+  else net_->recv_vec(peer, tag, v);
+}
+
+// The same chain and the same left fold as reduce_data_parallel(), with the running sum on
+// the GPU: shard buffers are added by Backend::accumulate (one IEEE float add per element,
+// exactly like the host loop) and the sum moves between replicas over NCCL. So the reduced
+// gradients are bit-identical to the TCP path's and independent of the DP degree.
+void RankRunner::reduce_data_parallel_on_device() {
+  const std::size_t n = shard_grads_.front().size();
+  DeviceBuffer<float> total(*backend_, n), shard(*backend_, n);
+  std::size_t first = 0;
+  if (dpi_ == 0) {
+    backend_->copy_from_host(total.data(), shard_grads_.front().data(), total.bytes());
+    first = 1;
+  } else {
+    nccl_->recv_device(NcclCommunicator::kDataParallel, layout_.rank_of(stage_, dpi_ - 1),
+                       total.data(), n, tag_names()[kShardGrads]);
+  }
+  for (std::size_t j = first; j < shard_grads_.size(); ++j) {
+    backend_->copy_from_host(shard.data(), shard_grads_[j].data(), shard.bytes());
+    backend_->accumulate(total.data(), shard.data(), n);
+  }
+  backend_->synchronize();
+  const int last = layout_.dp - 1;
+  if (dpi_ < last) {
+    nccl_->send_device(NcclCommunicator::kDataParallel, layout_.rank_of(stage_, dpi_ + 1),
+                       total.data(), n);
+    // Same stream: this receive starts after the send above has completed.
+    nccl_->recv_device(NcclCommunicator::kDataParallel, layout_.rank_of(stage_, last),
+                       total.data(), n, tag_names()[kTotalGrads]);
+  } else {
+    for (int d = 0; d < last; ++d)
+      nccl_->send_device(NcclCommunicator::kDataParallel, layout_.rank_of(stage_, d),
+                         total.data(), n);
+  }
+  nccl_->wait_sends();
+  std::vector<float> host(n);
+  backend_->copy_to_host(host.data(), total.data(), total.bytes());
+  set_stage_grads(host);
+}
+
 void RankRunner::train_step(std::int64_t step) {
   const auto t_step = std::chrono::steady_clock::now();
   const int M = g_.micro_batches_per_shard();
@@ -318,7 +386,7 @@ void RankRunner::train_step(std::int64_t step) {
       in.clear();
       if (!is_first_) {
         in.resize(act_count);
-        net_->recv_vec(prev, kActivation, in);
+        recv_tensor(prev, kActivation, in);
       }
       const auto t0 = std::chrono::steady_clock::now();
       float loss = 0.0f;
@@ -326,24 +394,25 @@ void RankRunner::train_step(std::int64_t step) {
                                                in, &loss);
       fwd_s[i] = seconds_since(t0);
       if (is_last_) losses[i] = loss;
-      else net_->send_vec(next, kActivation, out);
+      else send_tensor(next, kActivation, out);
     } else {
       grad_out.clear();
       if (!is_last_) {
         grad_out.resize(act_count);
-        net_->recv_vec(next, kGradient, grad_out);
+        recv_tensor(next, kGradient, grad_out);
       }
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<float> din = model_->backward(static_cast<std::uint64_t>(op.micro_batch),
                                                 grad_out, is_last_ ? dloss : 0.0f);
       bwd_s[i] = seconds_since(t0);
-      if (!is_first_) net_->send_vec(prev, kGradient, din);
+      if (!is_first_) send_tensor(prev, kGradient, din);
       if (sharded && op.micro_batch % M == M - 1) collect_shard_grads(op.micro_batch / M);
     }
   }
   const double pipeline_s = seconds_since(t_step);
   const auto t_reduce = std::chrono::steady_clock::now();
-  if (sharded) reduce_data_parallel();
+  if (sharded && nccl_) reduce_data_parallel_on_device();
+  else if (sharded) reduce_data_parallel();
   const double reduce_s = seconds_since(t_reduce);
 
   // Control round trip: every rank reports its stop flag, the last stages their micro-batch

@@ -16,8 +16,12 @@
 //   - Checkpoints: the DP-root of each stage writes its units; rank 0 writes meta.json and DONE
 //     after every other writer reported, then prunes to the last K.
 // Assumes: every rank gets the same JobOptions; RANK/WORLD_SIZE agree with --pp x --dp.
-// Caveats: the CUDA backend runs the same schedule but is not bit-identical to the CPU one;
-//   DP traffic goes through the host TCP transport (no NCCL yet).
+//   - Tensors (activations, activation gradients, the DP shard-sum chain) go over NCCL when
+//     --comm resolves to nccl (CUDA backend, see nccl_communicator.h), else over the TCP
+//     transport; the DP sum is the same left fold either way. Control messages and
+//     checkpoint coordination always use TCP.
+//   - Every wait on a peer is bounded by --recv-timeout; errors carry the step number.
+// Caveats: the CUDA backend runs the same schedule but is not bit-identical to the CPU one.
 #pragma once
 
 #include "worker/runtime/job_options.h"

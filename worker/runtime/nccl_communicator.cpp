@@ -1,0 +1,300 @@
+#include "worker/runtime/nccl_communicator.h"
+
+#include <stdexcept>
+
+#include "worker/runtime/tcp_transport.h"
+
+#if defined(FLOTILLA_HAVE_NCCL)
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+#include <vector>
+#endif
+
+namespace flotilla::worker {
+
+#if !defined(FLOTILLA_HAVE_NCCL)
+
+bool nccl_compiled() { return false; }
+
+struct NcclCommunicator::Impl {};
+NcclCommunicator::NcclCommunicator() = default;
+NcclCommunicator::~NcclCommunicator() = default;
+
+std::unique_ptr<NcclCommunicator> NcclCommunicator::connect(TcpTransport&, std::uint32_t,
+                                                            std::chrono::milliseconds) {
+  throw std::runtime_error(
+      "--comm nccl: this flotilla-worker was built without NCCL (CMake found no nccl.h / "
+      "libnccl next to CUDA); use --comm tcp");
+}
+void NcclCommunicator::send_host(Channel, int, const float*, std::size_t) {}
+void NcclCommunicator::recv_host(Channel, int, float*, std::size_t, const std::string&) {}
+void NcclCommunicator::send_device(Channel, int, const float*, std::size_t) {}
+void NcclCommunicator::recv_device(Channel, int, float*, std::size_t, const std::string&) {}
+void NcclCommunicator::wait_sends() {}
+
+#else
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* channel_name(int channel) {
+  switch (channel) {
+    case NcclCommunicator::kForward: return "the activation channel";
+    case NcclCommunicator::kBackward: return "the gradient channel";
+    default: return "the data-parallel channel";
+  }
+}
+
+void check_cuda(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error("NCCL path: " + what + " failed: " + cudaGetErrorString(e));
+}
+
+void check_nccl(ncclResult_t r, const std::string& what) {
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw std::runtime_error("NCCL path: " + what + " failed: " + ncclGetErrorString(r));
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+}  // namespace
+
+bool nccl_compiled() { return true; }
+
+struct NcclCommunicator::Impl {
+  int rank = 0;
+  int world = 1;
+  std::chrono::milliseconds timeout{300000};
+  ncclComm_t comms[kChannels] = {};
+  cudaStream_t streams[kChannels] = {};
+  struct PendingSend {
+    cudaEvent_t done = nullptr;
+    void* staging = nullptr;  // owned staging buffer, or nullptr for device sends
+    std::size_t bytes = 0;
+    int channel = 0;
+    int peer = 0;
+  };
+  std::vector<PendingSend> pending;
+  std::vector<std::pair<void*, std::size_t>> free_staging;
+
+  ~Impl() {
+    // Destroyed by an error: abort (does not wait for peers that may be gone).
+    const bool failing = std::uncaught_exceptions() > 0;
+    for (auto& p : pending) {
+      if (p.done) cudaEventDestroy(p.done);
+      if (p.staging && !failing) cudaFree(p.staging);
+    }
+    for (auto& [ptr, bytes] : free_staging) cudaFree(ptr);
+    for (int c = 0; c < kChannels; ++c) {
+      if (comms[c] == nullptr) continue;
+      if (failing) {
+        ncclCommAbort(comms[c]);
+        continue;
+      }
+      // Clean shutdown of a non-blocking communicator: finalize, wait (bounded), destroy.
+      ncclResult_t state = ncclCommFinalize(comms[c]);
+      const auto deadline = Clock::now() + timeout;
+      while (state == ncclInProgress && Clock::now() < deadline) {
+        std::this_thread::yield();
+        ncclCommGetAsyncError(comms[c], &state);
+      }
+      if (state == ncclSuccess) ncclCommDestroy(comms[c]);
+      else ncclCommAbort(comms[c]);
+    }
+    for (auto s : streams)
+      if (s) cudaStreamDestroy(s);
+  }
+
+  void abort_all() {
+    for (auto& comm : comms) {
+      if (comm == nullptr) continue;
+      ncclCommAbort(comm);
+      comm = nullptr;
+    }
+  }
+
+  [[noreturn]] void timed_out(const std::string& what) {
+    abort_all();
+    throw std::runtime_error("timed out after " + seconds_text(timeout) + " " + what +
+                             " over NCCL: that rank is hung, stopped or unreachable (raise "
+                             "--recv-timeout / FLOTILLA_RECV_TIMEOUT_S if a step legitimately "
+                             "takes longer)");
+  }
+
+  // A non-blocking communicator returns ncclInProgress from calls that are still running.
+  void wait_ready(int channel, Clock::time_point deadline, const std::string& what) {
+    while (true) {
+      ncclResult_t state = ncclSuccess;
+      check_nccl(ncclCommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) {
+        abort_all();
+        throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " +
+                                 what + ": " + ncclGetErrorString(state) +
+                                 " (a peer rank probably died)");
+      }
+      if (Clock::now() > deadline) timed_out(what);
+      std::this_thread::yield();
+    }
+  }
+
+  // Waits until `event` (or the whole stream when null) has completed.
+  void wait_done(int channel, cudaEvent_t event, Clock::time_point deadline,
+                 const std::string& what) {
+    while (true) {
+      cudaError_t e = event ? cudaEventQuery(event) : cudaStreamQuery(streams[channel]);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) check_cuda(e, "waiting for " + what);
+      ncclResult_t state = ncclSuccess;
+      check_nccl(ncclCommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
+      if (state != ncclSuccess && state != ncclInProgress) {
+        abort_all();
+        throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " +
+                                 what + ": " + ncclGetErrorString(state) +
+                                 " (a peer rank probably died)");
+      }
+      if (Clock::now() > deadline) timed_out(what);
+      std::this_thread::yield();
+    }
+  }
+
+  void* take_staging(std::size_t bytes) {
+    for (std::size_t i = 0; i < free_staging.size(); ++i) {
+      if (free_staging[i].second < bytes) continue;
+      void* p = free_staging[i].first;
+      free_staging.erase(free_staging.begin() + static_cast<std::ptrdiff_t>(i));
+      return p;
+    }
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes), "cudaMalloc of a staging buffer");
+    return p;
+  }
+
+  // Recycles the staging buffers of sends that have completed.
+  void reclaim() {
+    for (std::size_t i = 0; i < pending.size();) {
+      if (cudaEventQuery(pending[i].done) != cudaSuccess) {
+        ++i;
+        continue;
+      }
+      cudaEventDestroy(pending[i].done);
+      if (pending[i].staging) free_staging.emplace_back(pending[i].staging, pending[i].bytes);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+
+  void enqueue_send(int channel, int peer, const void* device, std::size_t count, void* staging) {
+    const std::string what = "sending to rank " + std::to_string(peer);
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    check_nccl(ncclSend(device, count, ncclFloat, peer, comms[channel], streams[channel]),
+               "ncclSend to rank " + std::to_string(peer));
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    wait_ready(channel, Clock::now() + timeout, what);
+    PendingSend p;
+    check_cuda(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), "cudaEventCreate");
+    check_cuda(cudaEventRecord(p.done, streams[channel]), "cudaEventRecord");
+    p.staging = staging;
+    p.bytes = count * sizeof(float);
+    p.channel = channel;
+    p.peer = peer;
+    pending.push_back(p);
+  }
+
+  void receive(int channel, int peer, void* device, std::size_t count, const std::string& what) {
+    const auto deadline = Clock::now() + timeout;
+    const std::string waiting = "waiting for rank " + std::to_string(peer) + " to send " + what;
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    check_nccl(ncclRecv(device, count, ncclFloat, peer, comms[channel], streams[channel]),
+               "ncclRecv from rank " + std::to_string(peer));
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    wait_ready(channel, deadline, waiting);
+    wait_done(channel, nullptr, deadline, waiting);
+  }
+};
+
+NcclCommunicator::NcclCommunicator() : impl_(std::make_unique<Impl>()) {}
+NcclCommunicator::~NcclCommunicator() = default;
+
+std::unique_ptr<NcclCommunicator> NcclCommunicator::connect(TcpTransport& net,
+                                                            std::uint32_t id_tag,
+                                                            std::chrono::milliseconds timeout) {
+  std::unique_ptr<NcclCommunicator> c(new NcclCommunicator());
+  Impl& m = *c->impl_;
+  m.rank = net.rank();
+  m.world = net.world_size();
+  m.timeout = timeout;
+  // Pinned so that any NCCL collective is reproducible for a given communicator size; the
+  // trainer itself only uses point-to-point transfers, which move bytes exactly.
+  ::setenv("NCCL_ALGO", "Ring", 1);
+  ::setenv("NCCL_PROTO", "Simple", 1);
+  ncclUniqueId ids[kChannels];
+  if (m.rank == 0) {
+    for (auto& id : ids) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    for (int r = 1; r < m.world; ++r) net.send(r, id_tag, ids, sizeof ids);
+    net.flush();
+  } else {
+    net.recv(0, id_tag, ids, sizeof ids);
+  }
+  const auto deadline = Clock::now() + timeout;
+  for (int ch = 0; ch < kChannels; ++ch) {
+    check_cuda(cudaStreamCreateWithFlags(&m.streams[ch], cudaStreamNonBlocking),
+               "cudaStreamCreate");
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    check_nccl(ncclCommInitRankConfig(&m.comms[ch], m.world, ids[ch], m.rank, &config),
+               "ncclCommInitRankConfig (one GPU per rank? check CUDA_VISIBLE_DEVICES)");
+    m.wait_ready(ch, deadline, std::string("joining ") + channel_name(ch));
+  }
+  return c;
+}
+
+void NcclCommunicator::send_host(Channel channel, int peer, const float* host,
+                                 std::size_t count) {
+  impl_->reclaim();
+  const std::size_t bytes = count * sizeof(float);
+  void* staging = impl_->take_staging(bytes);
+  check_cuda(cudaMemcpy(staging, host, bytes, cudaMemcpyHostToDevice), "staging a send");
+  impl_->enqueue_send(channel, peer, staging, count, staging);
+}
+
+void NcclCommunicator::recv_host(Channel channel, int peer, float* host, std::size_t count,
+                                 const std::string& what) {
+  impl_->reclaim();
+  const std::size_t bytes = count * sizeof(float);
+  void* staging = impl_->take_staging(bytes);
+  impl_->receive(channel, peer, staging, count, what);
+  check_cuda(cudaMemcpy(host, staging, bytes, cudaMemcpyDeviceToHost), "unstaging a receive");
+  impl_->free_staging.emplace_back(staging, bytes);
+}
+
+void NcclCommunicator::send_device(Channel channel, int peer, const float* device,
+                                   std::size_t count) {
+  impl_->enqueue_send(channel, peer, device, count, nullptr);
+}
+
+void NcclCommunicator::recv_device(Channel channel, int peer, float* device, std::size_t count,
+                                   const std::string& what) {
+  impl_->receive(channel, peer, device, count, what);
+}
+
+void NcclCommunicator::wait_sends() {
+  const auto deadline = Clock::now() + impl_->timeout;
+  for (auto& p : impl_->pending)
+    impl_->wait_done(p.channel, p.done, deadline,
+                     "waiting for rank " + std::to_string(p.peer) + " to receive a transfer");
+  impl_->reclaim();
+}
+
+#endif
+
+}  // namespace flotilla::worker
