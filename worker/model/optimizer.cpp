@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "worker/ops/adamw.h"
+
 namespace flotilla::worker {
 
 double total_sum_squares(std::span<const double> per_unit) {
@@ -23,17 +25,8 @@ void adamw_cpu(float* params, const float* grads, float* m, float* v,
                float eps, float weight_decay, float grad_scale, std::int64_t t) {
   const float bias1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(beta1), t));
   const float bias2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(beta2), t));
-  for (std::size_t i = 0; i < n; ++i) {
-    const float g = grads[i] * grad_scale;
-    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float mhat = mi / bias1;
-    const float vhat = vi / bias2;
-    const float wd = decay_mask[i] ? weight_decay : 0.0f;
-    params[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + wd * params[i]);
-  }
+  ops::adamw_update(params, grads, m, v, decay_mask, n, lr, beta1, beta2, eps, weight_decay,
+                    grad_scale, bias1, bias2);
 }
 
 }  // namespace flotilla::worker
