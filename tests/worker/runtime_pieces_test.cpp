@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -64,6 +66,77 @@ TEST(RuntimeSchedule, EveryOpOnceInOrderAndBoundedStash) {
 }
 
 BatchGeometry geometry(int b, int m, int v) { return BatchGeometry{b, m, v}; }
+
+// A model of NCCL point-to-point semantics, the worst case: a send completes only when the
+// peer's matching receive reaches the head of the peer's stream for that channel; each
+// (rank, channel) stream runs in order; a rank's host blocks on each of its receives. The
+// trainer's 1F1B traffic must finish under it (nccl_communicator.h puts activations and
+// activation gradients on separate channels); with one channel it deadlocks already at PP 2.
+bool one_f_one_b_finishes_under_nccl_semantics(int pp, int micro_batches, bool split_channels) {
+  struct Op {
+    bool send;
+    int channel, peer, micro_batch;
+    bool done = false;
+  };
+  std::vector<std::vector<Op>> host(static_cast<std::size_t>(pp));
+  for (int s = 0; s < pp; ++s)
+    for (const PipelineOp& op : one_f_one_b(s, pp, micro_batches)) {
+      auto& h = host[static_cast<std::size_t>(s)];
+      const int act = 0, grad = split_channels ? 1 : 0;
+      if (op.forward) {
+        if (s > 0) h.push_back({false, act, s - 1, op.micro_batch});
+        if (s < pp - 1) h.push_back({true, act, s + 1, op.micro_batch});
+      } else {
+        if (s < pp - 1) h.push_back({false, grad, s + 1, op.micro_batch});
+        if (s > 0) h.push_back({true, grad, s - 1, op.micro_batch});
+      }
+    }
+  std::map<std::pair<int, int>, std::deque<Op*>> streams;
+  std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
+  std::vector<Op*> blocked(static_cast<std::size_t>(pp), nullptr);
+  while (true) {
+    bool progress = false;
+    for (int s = 0; s < pp; ++s) {
+      auto& b = blocked[static_cast<std::size_t>(s)];
+      if (b != nullptr && b->done) b = nullptr, progress = true;
+      auto& h = host[static_cast<std::size_t>(s)];
+      while (b == nullptr && next[static_cast<std::size_t>(s)] < h.size()) {
+        Op* op = &h[next[static_cast<std::size_t>(s)]++];
+        streams[{s, op->channel}].push_back(op);
+        if (!op->send) b = op;
+        progress = true;
+      }
+    }
+    for (auto& [key, q] : streams) {
+      if (q.empty() || !q.front()->send) continue;
+      auto& peer_q = streams[{q.front()->peer, key.second}];
+      if (peer_q.empty() || peer_q.front()->send || peer_q.front()->peer != key.first ||
+          peer_q.front()->micro_batch != q.front()->micro_batch)
+        continue;
+      q.front()->done = peer_q.front()->done = true;
+      q.pop_front();
+      peer_q.pop_front();
+      progress = true;
+    }
+    bool finished = true;
+    for (int s = 0; s < pp; ++s)
+      finished = finished && next[static_cast<std::size_t>(s)] == host[static_cast<std::size_t>(s)].size() &&
+                 (blocked[static_cast<std::size_t>(s)] == nullptr || blocked[static_cast<std::size_t>(s)]->done);
+    for (auto& [key, q] : streams) finished = finished && q.empty();
+    if (finished) return true;
+    if (!progress) return false;
+  }
+}
+
+TEST(RuntimeSchedule, NcclChannelsCannotDeadlockOneFOneB) {
+  for (int pp = 1; pp <= 8; ++pp)
+    for (int n = 1; n <= 12; ++n)
+      EXPECT_TRUE(one_f_one_b_finishes_under_nccl_semantics(pp, n, true))
+          << "PP " << pp << ", " << n << " micro-batches";
+  // The model can fail: one shared channel deadlocks (both neighbours send, then receive).
+  EXPECT_FALSE(one_f_one_b_finishes_under_nccl_semantics(2, 2, false));
+  EXPECT_FALSE(one_f_one_b_finishes_under_nccl_semantics(4, 8, false));
+}
 
 TEST(RuntimeLayout, EvenSplitGivesEarlierStagesTheRemainder) {
   auto l = std::get<Layout>(make_layout(4, 4, 1, 6, "", geometry(8, 1, 1)));

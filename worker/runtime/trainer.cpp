@@ -331,6 +331,8 @@ void RankRunner::recv_tensor(int peer, Tag tag, std::vector<float>& v) {
 void RankRunner::reduce_data_parallel_on_device() {
   const std::size_t n = shard_grads_.front().size();
   DeviceBuffer<float> total(*backend_, n), shard(*backend_, n);
+  // The backend allocates and zeroes on its own stream; NCCL's streams must not race that.
+  backend_->synchronize();
   std::size_t first = 0;
   if (dpi_ == 0) {
     backend_->copy_from_host(total.data(), shard_grads_.front().data(), total.bytes());
