@@ -181,6 +181,10 @@ TEST(Kill, SigkillOfANonWritingRankMidTrainingStopsThePeersAndARestartResumes) {
   EXPECT_NE(log.find("rank 1 closed its connection"), std::string::npos) << log;
   const std::int64_t last_checkpoint = last_event_step(progress, "checkpoint", 0);
   ASSERT_LT(last_checkpoint, 14) << "the job finished before the kill; " << log;
+  EXPECT_NE(log.find("flotilla-worker: FAILED: "), std::string::npos) << log;
+  EXPECT_NE(log.find("last complete checkpoint at step " + std::to_string(last_checkpoint)),
+            std::string::npos)
+      << log;
 
   auto again = run_command(worker_binary() + " run" + job("elastic") + " --progress " +
                            (dir / "progress2.jsonl").string());
@@ -188,6 +192,11 @@ TEST(Kill, SigkillOfANonWritingRankMidTrainingStopsThePeersAndARestartResumes) {
   EXPECT_NE(read_file(dir / "progress2.jsonl")
                 .find("\"resumed_from_step\":" + std::to_string(last_checkpoint)),
             std::string::npos);
+  EXPECT_NE(again.output.find("flotilla-worker: finished: " + std::to_string(14 - last_checkpoint) +
+                              " steps this run (steps " + std::to_string(last_checkpoint) +
+                              "..13 of 14), last complete checkpoint at step 14, "),
+            std::string::npos)
+      << again.output;
   EXPECT_EQ(read_file(dir / "loss_elastic.txt"), read_file(dir / "loss_base.txt"));
 }
 

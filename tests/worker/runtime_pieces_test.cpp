@@ -19,6 +19,7 @@
 #include "worker/runtime/layout.h"
 #include "worker/runtime/pipeline_schedule.h"
 #include "worker/runtime/process_group.h"
+#include "worker/runtime/run_summary.h"
 #include "worker/runtime/tcp_transport.h"
 
 namespace flotilla::worker {
@@ -396,6 +397,23 @@ TEST(RuntimeGpuSelection, OneDevicePerLocalRankFromTheVisibleList) {
   EXPECT_EQ(distinct_gpus(4, nullptr, "0,1", 2), 2);          // NCCL would refuse 4 ranks
   EXPECT_EQ(distinct_gpus(2, nullptr, nullptr, 8), 2);
   EXPECT_EQ(split_gpu_list(",0,,1,"), (std::vector<std::string>{"0", "1"}));
+}
+
+TEST(RuntimeRunSummary, RoundTripsAndSaysHowFarTheRunGot) {
+  auto dir = fresh_dir("run_summary");
+  EXPECT_FALSE(read_run_summary(dir).has_value());
+  EXPECT_EQ(summary_line(std::nullopt, 10, -1, 1.25, false),
+            "FAILED: no step completed in this run (1.2 s); no complete checkpoint");
+  // Resumed at 4, finished step 9: 6 steps of 8 x 64 tokens = 3072 tokens in 1.5 s training.
+  write_run_summary(dir, 4, 10, 3072.0, 1.5, 2.71828);
+  auto s = read_run_summary(dir);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->steps_completed, 10);
+  EXPECT_EQ(s->tokens_this_run, 3072.0);
+  EXPECT_EQ(summary_line(s, 10, 10, 3.0, true),
+            "finished: 6 steps this run (steps 4..9 of 10), last complete checkpoint at step 10, "
+            "2048 tokens/s while training, 1024 tokens/s over 3.0 s wall, last loss 2.7183");
+  EXPECT_FALSE(std::filesystem::exists(run_summary_path(dir).string() + ".tmp"));
 }
 
 TEST(RuntimeCheckpoint, UnitFileRoundTripsAndCorruptionIsNamed) {

@@ -9,6 +9,8 @@
 #include "worker/runtime/data_loader.h"
 #include "worker/runtime/gpu_selection.h"
 #include "worker/runtime/nccl_communicator.h"
+#include "worker/runtime/run_summary.h"
+#include "worker/runtime/checkpoint.h"
 #include "worker/runtime/job_options.h"
 #include "worker/runtime/process_group.h"
 #include "worker/runtime/trainer.h"
@@ -90,6 +92,9 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
                     "'; use `flotilla-worker relaunch` to change its layout",
                 2);
   install_stop_handlers();
+  std::error_code ignored;
+  std::filesystem::remove(run_summary_path(options.checkpoint_dir), ignored);
+  const auto started = std::chrono::steady_clock::now();
   ProcessGroup group;
   try {
     const std::string exe = self_executable();
@@ -114,6 +119,17 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   }
   const std::chrono::milliseconds kill_grace(3000);
   auto result = group.wait_all(kill_grace);
+  // One line a person (or a sidecar's log scraper) can read: how far this run got, where a
+  // restart resumes, and the throughput.
+  auto print_summary = [&] {
+    auto latest = find_latest_complete(options.checkpoint_dir);
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::fprintf(stderr, "flotilla-worker: %s\n",
+                 summary_line(read_run_summary(options.checkpoint_dir), options.steps,
+                              latest ? latest->step : -1, wall_s, result.ok)
+                     .c_str());
+  };
   if (!result.ok) {
     int rank = 0;
     std::string hung;
@@ -129,8 +145,10 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
       fail("rank(s) " + hung + " did not stop within " + std::to_string(kill_grace.count()) +
                " ms of SIGTERM and were killed with SIGKILL (hung or stopped?)",
            1);
+    print_summary();
     return 1;
   }
+  print_summary();
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "worker/runtime/pipeline_schedule.h"
 #include "worker/runtime/process_group.h"
 #include "worker/runtime/progress_log.h"
+#include "worker/runtime/run_summary.h"
 
 namespace flotilla::worker {
 namespace {
@@ -155,6 +156,7 @@ class RankRunner {
   std::unique_ptr<ProgressLog> progress_;
   std::unique_ptr<LossLog> loss_log_;
   std::int64_t start_step_ = 0;
+  double train_seconds_ = 0;  // sum of this run's step times (rank 0's summary)
   std::vector<std::vector<float>> shard_grads_;
   bool stop_ = false;
 };
@@ -465,6 +467,13 @@ void RankRunner::train_step(std::int64_t step) {
   model_->adamw_step(o_.train, step, static_cast<float>(decision[0]));
   const double step_s = seconds_since(t_step);
   if (loss_log_) loss_log_->append(step, decision[2]);
+  if (rank_ == 0) {
+    train_seconds_ += step_s;
+    write_run_summary(o_.checkpoint_dir, start_step_, step + 1,
+                      static_cast<double>(step + 1 - start_step_) * g_.global_batch *
+                          o_.model.seq_len,
+                      train_seconds_, decision[2]);
+  }
   const double step_tokens = static_cast<double>(g_.global_batch) * o_.model.seq_len;
   progress_->write_line(json{{"event", "step"},
                              {"rank", rank_},

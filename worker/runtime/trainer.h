@@ -21,6 +21,8 @@
 //     transport; the DP sum is the same left fold either way. Control messages and
 //     checkpoint coordination always use TCP.
 //   - Every wait on a peer is bounded by --recv-timeout; errors carry the step number.
+//   - Rank 0 rewrites <checkpoint-dir>/run_summary.json after every step (run_summary.h), so
+//     the launcher can say how far the run got even when a rank was killed.
 // Caveats: the CUDA backend runs the same schedule but is not bit-identical to the CPU one.
 #pragma once
 
