@@ -33,6 +33,15 @@ std::string job(const fs::path& dir, const fs::path& data, const std::string& na
          (dir / ("progress_" + name + ".jsonl")).string();
 }
 
+// Runs without a GPU: the lazily opened libnccl resolves every symbol the path uses, and it
+// is the library whose header we compiled against (2.28 here).
+TEST(RuntimeNccl, LibraryLoadsAndMatchesTheCompiledHeaderMajorMinor) {
+  if (!nccl_compiled()) GTEST_SKIP() << "this build has no NCCL";
+  const std::string version = nccl_library_version();
+  EXPECT_EQ(version.rfind("2.", 0), 0U) << version;
+  EXPECT_GE(std::stoi(version.substr(2)), 14) << version << ": non-blocking communicators need 2.14+";
+}
+
 TEST(RuntimeNccl, RefusedWithAClearLineWhenNoGpuIsVisible) {
   if (cuda_compiled() && cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
   auto dir = fresh_dir("nccl_refused");

@@ -6,12 +6,14 @@
 
 #if defined(FLOTILLA_HAVE_NCCL)
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <thread>
+#include <type_traits>
 #include <vector>
 #endif
 
@@ -20,6 +22,9 @@ namespace flotilla::worker {
 #if !defined(FLOTILLA_HAVE_NCCL)
 
 bool nccl_compiled() { return false; }
+std::string nccl_library_version() {
+  throw std::runtime_error("this flotilla-worker was built without NCCL");
+}
 
 struct NcclCommunicator::Impl {};
 NcclCommunicator::NcclCommunicator() = default;
@@ -43,6 +48,55 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// libnccl is opened on first use, not linked: a build with NCCL still starts CPU and
+// --comm tcp jobs on hosts without libnccl, and those ranks never map its 200+ MB.
+struct NcclApi {
+  decltype(&::ncclGetUniqueId) GetUniqueId = nullptr;
+  decltype(&::ncclCommInitRankConfig) CommInitRankConfig = nullptr;
+  decltype(&::ncclCommGetAsyncError) CommGetAsyncError = nullptr;
+  decltype(&::ncclCommFinalize) CommFinalize = nullptr;
+  decltype(&::ncclCommDestroy) CommDestroy = nullptr;
+  decltype(&::ncclCommAbort) CommAbort = nullptr;
+  decltype(&::ncclGetErrorString) GetErrorString = nullptr;
+  decltype(&::ncclGroupStart) GroupStart = nullptr;
+  decltype(&::ncclGroupEnd) GroupEnd = nullptr;
+  decltype(&::ncclSend) Send = nullptr;
+  decltype(&::ncclRecv) Recv = nullptr;
+  decltype(&::ncclGetVersion) GetVersion = nullptr;
+};
+
+const NcclApi& nccl() {
+  static const NcclApi api = [] {
+    void* lib = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) lib = ::dlopen(FLOTILLA_NCCL_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr)
+      throw std::runtime_error(std::string("--comm nccl: cannot load libnccl.so.2 (") +
+                               ::dlerror() + "); install NCCL or use --comm tcp");
+    NcclApi a;
+    auto load = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      if (fn == nullptr)
+        throw std::runtime_error(std::string("--comm nccl: libnccl has no ") + name +
+                                 " (NCCL too old? 2.14 or newer is needed); use --comm tcp");
+    };
+    load(a.GetUniqueId, "ncclGetUniqueId");
+    load(a.CommInitRankConfig, "ncclCommInitRankConfig");
+    load(a.CommGetAsyncError, "ncclCommGetAsyncError");
+    load(a.CommFinalize, "ncclCommFinalize");
+    load(a.CommDestroy, "ncclCommDestroy");
+    load(a.CommAbort, "ncclCommAbort");
+    load(a.GetErrorString, "ncclGetErrorString");
+    load(a.GroupStart, "ncclGroupStart");
+    load(a.GroupEnd, "ncclGroupEnd");
+    load(a.Send, "ncclSend");
+    load(a.Recv, "ncclRecv");
+    load(a.GetVersion, "ncclGetVersion");
+    return a;
+  }();
+  return api;
+}
+
+
 const char* channel_name(int channel) {
   switch (channel) {
     case NcclCommunicator::kForward: return "the activation channel";
@@ -58,7 +112,7 @@ void check_cuda(cudaError_t e, const std::string& what) {
 
 void check_nccl(ncclResult_t r, const std::string& what) {
   if (r != ncclSuccess && r != ncclInProgress)
-    throw std::runtime_error("NCCL path: " + what + " failed: " + ncclGetErrorString(r));
+    throw std::runtime_error("NCCL path: " + what + " failed: " + nccl().GetErrorString(r));
 }
 
 std::string seconds_text(std::chrono::milliseconds d) {
@@ -70,6 +124,14 @@ std::string seconds_text(std::chrono::milliseconds d) {
 }  // namespace
 
 bool nccl_compiled() { return true; }
+
+std::string nccl_library_version() {
+  int code = 0;
+  check_nccl(nccl().GetVersion(&code), "ncclGetVersion");
+  // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
 
 struct NcclCommunicator::Impl {
   int rank = 0;
@@ -98,18 +160,18 @@ struct NcclCommunicator::Impl {
     for (int c = 0; c < kChannels; ++c) {
       if (comms[c] == nullptr) continue;
       if (failing) {
-        ncclCommAbort(comms[c]);
+        nccl().CommAbort(comms[c]);
         continue;
       }
       // Clean shutdown of a non-blocking communicator: finalize, wait (bounded), destroy.
-      ncclResult_t state = ncclCommFinalize(comms[c]);
+      ncclResult_t state = nccl().CommFinalize(comms[c]);
       const auto deadline = Clock::now() + timeout;
       while (state == ncclInProgress && Clock::now() < deadline) {
         std::this_thread::yield();
-        ncclCommGetAsyncError(comms[c], &state);
+        nccl().CommGetAsyncError(comms[c], &state);
       }
-      if (state == ncclSuccess) ncclCommDestroy(comms[c]);
-      else ncclCommAbort(comms[c]);
+      if (state == ncclSuccess) nccl().CommDestroy(comms[c]);
+      else nccl().CommAbort(comms[c]);
     }
     for (auto s : streams)
       if (s) cudaStreamDestroy(s);
@@ -118,7 +180,7 @@ struct NcclCommunicator::Impl {
   void abort_all() {
     for (auto& comm : comms) {
       if (comm == nullptr) continue;
-      ncclCommAbort(comm);
+      nccl().CommAbort(comm);
       comm = nullptr;
     }
   }
@@ -135,12 +197,12 @@ struct NcclCommunicator::Impl {
   void wait_ready(int channel, Clock::time_point deadline, const std::string& what) {
     while (true) {
       ncclResult_t state = ncclSuccess;
-      check_nccl(ncclCommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
+      check_nccl(nccl().CommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) {
         abort_all();
         throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " +
-                                 what + ": " + ncclGetErrorString(state) +
+                                 what + ": " + nccl().GetErrorString(state) +
                                  " (a peer rank probably died)");
       }
       if (Clock::now() > deadline) timed_out(what);
@@ -156,11 +218,11 @@ struct NcclCommunicator::Impl {
       if (e == cudaSuccess) return;
       if (e != cudaErrorNotReady) check_cuda(e, "waiting for " + what);
       ncclResult_t state = ncclSuccess;
-      check_nccl(ncclCommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
+      check_nccl(nccl().CommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
       if (state != ncclSuccess && state != ncclInProgress) {
         abort_all();
         throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " +
-                                 what + ": " + ncclGetErrorString(state) +
+                                 what + ": " + nccl().GetErrorString(state) +
                                  " (a peer rank probably died)");
       }
       if (Clock::now() > deadline) timed_out(what);
@@ -195,10 +257,10 @@ struct NcclCommunicator::Impl {
 
   void enqueue_send(int channel, int peer, const void* device, std::size_t count, void* staging) {
     const std::string what = "sending to rank " + std::to_string(peer);
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    check_nccl(ncclSend(device, count, ncclFloat, peer, comms[channel], streams[channel]),
+    check_nccl(nccl().GroupStart(), "ncclGroupStart");
+    check_nccl(nccl().Send(device, count, ncclFloat, peer, comms[channel], streams[channel]),
                "ncclSend to rank " + std::to_string(peer));
-    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
     wait_ready(channel, Clock::now() + timeout, what);
     PendingSend p;
     check_cuda(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), "cudaEventCreate");
@@ -213,10 +275,10 @@ struct NcclCommunicator::Impl {
   void receive(int channel, int peer, void* device, std::size_t count, const std::string& what) {
     const auto deadline = Clock::now() + timeout;
     const std::string waiting = "waiting for rank " + std::to_string(peer) + " to send " + what;
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    check_nccl(ncclRecv(device, count, ncclFloat, peer, comms[channel], streams[channel]),
+    check_nccl(nccl().GroupStart(), "ncclGroupStart");
+    check_nccl(nccl().Recv(device, count, ncclFloat, peer, comms[channel], streams[channel]),
                "ncclRecv from rank " + std::to_string(peer));
-    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
     wait_ready(channel, deadline, waiting);
     wait_done(channel, nullptr, deadline, waiting);
   }
@@ -239,7 +301,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::connect(TcpTransport& net,
   ::setenv("NCCL_PROTO", "Simple", 1);
   ncclUniqueId ids[kChannels];
   if (m.rank == 0) {
-    for (auto& id : ids) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    for (auto& id : ids) check_nccl(nccl().GetUniqueId(&id), "ncclGetUniqueId");
     for (int r = 1; r < m.world; ++r) net.send(r, id_tag, ids, sizeof ids);
     net.flush();
   } else {
@@ -251,7 +313,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::connect(TcpTransport& net,
                "cudaStreamCreate");
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    check_nccl(ncclCommInitRankConfig(&m.comms[ch], m.world, ids[ch], m.rank, &config),
+    check_nccl(nccl().CommInitRankConfig(&m.comms[ch], m.world, ids[ch], m.rank, &config),
                "ncclCommInitRankConfig (one GPU per rank? check CUDA_VISIBLE_DEVICES)");
     m.wait_ready(ch, deadline, std::string("joining ") + channel_name(ch));
   }

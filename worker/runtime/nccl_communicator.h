@@ -26,7 +26,9 @@
 // Caveats: host-vector sends and receives stage through a device buffer (the Stage API
 //   exchanges host vectors). Compiled only when CMake finds NCCL next to CUDA
 //   (FLOTILLA_HAVE_NCCL); otherwise connect() throws a one-line error and nccl_compiled() is
-//   false. Never executed in this repository's CI (no GPU there).
+//   false. libnccl.so.2 is dlopen'ed by the first connect() (a missing library is a one-line
+//   error then, not a start-up failure of every rank). Never executed in this repository's CI
+//   (no GPU there).
 #pragma once
 
 #include <chrono>
@@ -40,6 +42,9 @@ namespace flotilla::worker {
 class TcpTransport;
 
 bool nccl_compiled();
+// "major.minor.patch" of the libnccl this process loads (dlopen, no GPU needed); throws a
+// one-line error when it cannot be loaded or NCCL was not compiled in.
+std::string nccl_library_version();
 
 class NcclCommunicator {
  public:
