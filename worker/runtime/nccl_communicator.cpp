@@ -5,6 +5,9 @@
 #include "worker/runtime/tcp_transport.h"
 
 #if defined(FLOTILLA_HAVE_NCCL)
+#ifndef FLOTILLA_NCCL_LIBRARY_PATH
+#define FLOTILLA_NCCL_LIBRARY_PATH "libnccl.so"
+#endif
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
