@@ -196,18 +196,20 @@ struct NcclCommunicator::Impl {
                              "takes longer)");
   }
 
-  // A non-blocking communicator returns ncclInProgress from calls that are still running.
+  // ncclSuccess, or ncclInProgress while a non-blocking call is still running; any other
+  // state (a peer died, a network error) aborts every communicator and throws.
+  ncclResult_t async_state(int channel, const std::string& what) {
+    ncclResult_t state = ncclSuccess;
+    check_nccl(nccl().CommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
+    if (state == ncclSuccess || state == ncclInProgress) return state;
+    abort_all();
+    throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " + what +
+                             ": " + nccl().GetErrorString(state) +
+                             " (a peer rank probably died)");
+  }
+
   void wait_ready(int channel, Clock::time_point deadline, const std::string& what) {
-    while (true) {
-      ncclResult_t state = ncclSuccess;
-      check_nccl(nccl().CommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
-      if (state == ncclSuccess) return;
-      if (state != ncclInProgress) {
-        abort_all();
-        throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " +
-                                 what + ": " + nccl().GetErrorString(state) +
-                                 " (a peer rank probably died)");
-      }
+    while (async_state(channel, what) != ncclSuccess) {
       if (Clock::now() > deadline) timed_out(what);
       std::this_thread::yield();
     }
@@ -219,15 +221,8 @@ struct NcclCommunicator::Impl {
     while (true) {
       cudaError_t e = event ? cudaEventQuery(event) : cudaStreamQuery(streams[channel]);
       if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) check_cuda(e, "waiting for " + what);
-      ncclResult_t state = ncclSuccess;
-      check_nccl(nccl().CommGetAsyncError(comms[channel], &state), "ncclCommGetAsyncError");
-      if (state != ncclSuccess && state != ncclInProgress) {
-        abort_all();
-        throw std::runtime_error("NCCL error on " + std::string(channel_name(channel)) + " " +
-                                 what + ": " + nccl().GetErrorString(state) +
-                                 " (a peer rank probably died)");
-      }
+      if (e != cudaErrorNotReady) check_cuda(e, what);
+      async_state(channel, what);
       if (Clock::now() > deadline) timed_out(what);
       std::this_thread::yield();
     }
