@@ -104,9 +104,16 @@ std::int64_t last_event_step(const fs::path& progress, const std::string& event,
   return step;
 }
 
-double seconds_between(std::chrono::steady_clock::time_point a,
-                       std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
+// Sends `signal` to rank `victim` and waits for the launcher; returns its exit code (-1 when
+// it did not exit normally) and the seconds from the signal to its exit.
+std::pair<int, double> signal_rank_and_wait(pid_t launcher, pid_t victim, int signal) {
+  if (::kill(victim, signal) != 0) return {-2, 0.0};
+  const auto sent = std::chrono::steady_clock::now();
+  int status = 0;
+  ::waitpid(launcher, &status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, seconds};
 }
 
 // A hung rank (SIGSTOP: alive, connections open, never answers) must not stall the job: its
@@ -124,14 +131,9 @@ TEST(Kill, StoppedRankEndsTheJobWithinTheReceiveTimeout) {
   ASSERT_TRUE(wait_until([&] { return last_event_step(progress, "step", 1) >= 1; }))
       << read_file(dir / "run.log");
   auto pids = rank_pids(progress);
-  ASSERT_EQ(::kill(pids[1], SIGSTOP), 0);
-  const auto stopped_at = std::chrono::steady_clock::now();
-  int status = 0;
-  ::waitpid(launcher, &status, 0);
-  const double seconds = seconds_between(stopped_at, std::chrono::steady_clock::now());
+  auto [exit_code, seconds] = signal_rank_and_wait(launcher, pids[1], SIGSTOP);
   const std::string log = read_file(dir / "run.log");
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << log;
+  EXPECT_EQ(exit_code, 1) << log;
   // 1.5 s receive timeout + 3 s SIGTERM grace, plus slack for a loaded 2-core machine.
   EXPECT_GE(seconds, 1.5) << log;
   EXPECT_LT(seconds, 15.0) << log;
@@ -164,14 +166,9 @@ TEST(Kill, SigkillOfANonWritingRankMidTrainingStopsThePeersAndARestartResumes) {
   ASSERT_TRUE(wait_until([&] { return last_event_step(progress, "checkpoint", 0) >= 2; }))
       << read_file(dir / "run.log");
   auto pids = rank_pids(progress);
-  ASSERT_EQ(::kill(pids[1], SIGKILL), 0);
-  const auto killed_at = std::chrono::steady_clock::now();
-  int status = 0;
-  ::waitpid(launcher, &status, 0);
-  const double seconds = seconds_between(killed_at, std::chrono::steady_clock::now());
+  auto [exit_code, seconds] = signal_rank_and_wait(launcher, pids[1], SIGKILL);
   const std::string log = read_file(dir / "run.log");
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << log;
+  EXPECT_EQ(exit_code, 1) << log;
   EXPECT_LT(seconds, 10.0) << log;
   EXPECT_NE(log.find("rank 1 failed: process " + std::to_string(pids[1]) +
                      " was killed by signal 9"),
