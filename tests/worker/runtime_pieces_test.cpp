@@ -362,6 +362,36 @@ TEST(RuntimeTransport, SilentPeerTimesOutAndClosedPeerIsNamed) {
             "message with tag 5");
 }
 
+// A rank that never shows up: rank 0 gives up after connect_timeout, and so does a rank
+// whose rank 0 never listens, each with one line saying what it waited for.
+TEST(RuntimeTransport, RendezvousWithAMissingRankTimesOut) {
+  RendezvousConfig lonely{0, 2, "127.0.0.1", pick_free_port()};
+  lonely.connect_timeout = std::chrono::milliseconds(300);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    TcpTransport::connect(lonely);
+    ADD_FAILURE() << "rendezvous without rank 1 succeeded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "rendezvous timed out after 0.3 s waiting for the other ranks to join"),
+              std::string::npos)
+        << e.what();
+  }
+  RendezvousConfig orphan{1, 2, "127.0.0.1", pick_free_port()};
+  orphan.connect_timeout = std::chrono::milliseconds(300);
+  try {
+    TcpTransport::connect(orphan);
+    ADD_FAILURE() << "rendezvous without rank 0 succeeded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("rendezvous timed out after 0.3 s connecting to 127.0.0.1:"),
+              std::string::npos)
+        << e.what();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 3.0);
+}
+
 TEST(RuntimeTransport, TimeoutsComeFromTheEnvironment) {
   ::setenv("RANK", "0", 1);
   ::setenv("WORLD_SIZE", "1", 1);
