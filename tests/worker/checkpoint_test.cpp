@@ -1,0 +1,141 @@
+// Checkpoint and launcher errors through the real binary: corrupt and mismatched checkpoints,
+// incomplete checkpoints, keep-last-K, impossible layouts, missing data, a second launcher.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/worker/runtime_test_support.h"
+#include "worker/model/backend.h"
+#include "worker/runtime/process_group.h"
+
+namespace flotilla::worker {
+namespace {
+
+using namespace testing;
+namespace fs = std::filesystem;
+
+class CheckpointErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fresh_dir(std::string("ckpt_") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    data_ = write_text_file(dir_);
+  }
+  CommandResult run(const std::string& flags, const std::string& ck = "ck") {
+    return run_command(worker_binary() + " run --model tiny --data " + data_.string() +
+                       " --checkpoint-dir " + (dir_ / ck).string() + " --loss-log " +
+                       (dir_ / ("loss_" + ck + ".txt")).string() + " " + flags);
+  }
+  fs::path dir_, data_;
+};
+
+TEST_F(CheckpointErrors, CorruptUnitFileNamesTheFileAndTheFix) {
+  ASSERT_EQ(run("--steps 2").exit_code, 0);
+  {
+    std::fstream f(dir_ / "ck" / "step_00000002" / "unit_0002.bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x42');
+  }
+  auto r = run("--steps 4 --pp 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unit_0002.bin' is corrupt: CRC32"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("to fall back to the previous checkpoint"), std::string::npos);
+}
+
+TEST_F(CheckpointErrors, MismatchedModelOrBatchIsRefusedBeforeStarting) {
+  ASSERT_EQ(run("--steps 2").exit_code, 0);
+  auto r = run("--steps 4 --hidden 64");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("does not match this job: model.hidden is 32 in the checkpoint but 64"),
+            std::string::npos)
+      << r.output;
+  auto v = run("--steps 4 --virtual-shards 2");
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.output.find("training.virtual_shards is 1 in the checkpoint but 2"),
+            std::string::npos)
+      << v.output;
+}
+
+TEST_F(CheckpointErrors, IncompleteNewestCheckpointIsIgnored) {
+  ASSERT_EQ(run("--steps 4", "base").exit_code, 0);
+  ASSERT_EQ(run("--steps 2").exit_code, 0);
+  // A killed writer's leftovers: a newer folder with a garbage unit file and no DONE.
+  fs::create_directories(dir_ / "ck" / "step_00000003");
+  std::ofstream(dir_ / "ck" / "step_00000003" / "unit_0000.bin") << "garbage";
+  auto r = run("--steps 4 --pp 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_file(dir_ / "loss_ck.txt"), read_file(dir_ / "loss_base.txt"));
+  EXPECT_FALSE(fs::exists(dir_ / "ck" / "step_00000003"));  // pruned as stale
+}
+
+TEST_F(CheckpointErrors, KeepsTheLastKCompleteCheckpoints) {
+  ASSERT_EQ(run("--steps 5 --checkpoint-every 1 --keep 2").exit_code, 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir_ / "ck"))
+    if (e.is_directory()) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"step_00000004", "step_00000005"}));
+  auto meta = read_file(dir_ / "ck" / "step_00000005" / "meta.json");
+  for (const char* key : {"\"step\": 5", "\"data_position\"", "\"rng\"", "\"model\"", "\"layout\"",
+                          "\"crc32\"", "\"partition\""})
+    EXPECT_NE(meta.find(key), std::string::npos) << key << " missing in\n" << meta;
+}
+
+TEST_F(CheckpointErrors, ImpossibleLayoutsAndMissingDataAreOneLineErrors) {
+  struct Case {
+    std::string flags, message;
+  };
+  const std::vector<Case> cases = {
+      {"--pp 5", "--pp 5 exceeds the model's 4 units"},
+      {"--dp 3 --global-batch 8", "not divisible by 3 virtual shards"},
+      {"--dp 2 --virtual-shards 3 --global-batch 6", "--dp 2 does not divide --virtual-shards 3"},
+      {"--micro-batch 3", "not divisible by micro-batch 3"},
+      {"--pp 2 --partition 0:1,2:4", "contiguous"},
+      {"--pp 2 --world-size 3", "--world-size 3 is not --pp x --dp = 2 x 1"},
+      {"--model enormous", "unknown --model 'enormous'"},
+  };
+  for (const auto& c : cases) {
+    auto r = run("--steps 1 " + c.flags);
+    EXPECT_EQ(r.exit_code, 2) << c.flags;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.flags << " -> " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  auto missing = run_command(worker_binary() + " run --data " + (dir_ / "none.txt").string() +
+                             " --checkpoint-dir " + (dir_ / "ck").string());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("none.txt' cannot be opened"), std::string::npos)
+      << missing.output;
+}
+
+TEST_F(CheckpointErrors, CudaBackendWithoutAGpuIsRefusedBeforeStarting) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible; nothing to refuse";
+  auto r = run("--steps 1 --pp 2 --backend cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("use --backend cpu"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST_F(CheckpointErrors, RankWithoutRendezvousEnvironmentSaysWhatIsMissing) {
+  auto r = run_command("env -u RANK " + worker_binary() + " rank --data " + data_.string() +
+                       " --checkpoint-dir " + (dir_ / "ck").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("environment variable RANK is not set"), std::string::npos) << r.output;
+  auto w = run_command("RANK=2 WORLD_SIZE=2 MASTER_PORT=1 " + worker_binary() + " rank --data " +
+                       data_.string() + " --checkpoint-dir " + (dir_ / "ck").string());
+  EXPECT_NE(w.output.find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << w.output;
+}
+
+TEST_F(CheckpointErrors, SecondLauncherOnTheSameJobIsRefused) {
+  pid_t holder = 0;
+  auto lock = JobLock::try_acquire(dir_ / "ck", &holder);
+  ASSERT_TRUE(lock.has_value());
+  auto r = run("--steps 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("another flotilla-worker launcher (pid " + std::to_string(::getpid())),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace flotilla::worker

@@ -1,0 +1,52 @@
+#include "worker/model/config.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "worker/model/unit.h"
+
+namespace flotilla::worker {
+
+std::size_t GPTConfig::parameter_count() const {
+  std::size_t total = 0;
+  for (int u = 0; u < num_units(); ++u) total += unit_param_count(*this, u);
+  return total;
+}
+
+std::string validate(const GPTConfig& c) {
+  if (c.num_layers < 1) return "num_layers must be >= 1 (got " + std::to_string(c.num_layers) + ")";
+  if (c.hidden < 1 || c.heads < 1)
+    return "hidden and heads must be >= 1 (got hidden " + std::to_string(c.hidden) + ", heads " +
+           std::to_string(c.heads) + ")";
+  if (c.hidden % c.heads != 0)
+    return "hidden (" + std::to_string(c.hidden) + ") must be divisible by heads (" +
+           std::to_string(c.heads) + ")";
+  if (c.seq_len < 1) return "seq_len must be >= 1 (got " + std::to_string(c.seq_len) + ")";
+  if (c.vocab < 2) return "vocab must be >= 2 (got " + std::to_string(c.vocab) + ")";
+  return {};
+}
+
+std::optional<GPTConfig> gpt_preset(std::string_view name) {
+  if (name == "tiny") return GPTConfig{.num_layers = 2, .hidden = 32, .heads = 2, .seq_len = 32};
+  if (name == "small") return GPTConfig{.num_layers = 4, .hidden = 64, .heads = 4, .seq_len = 64};
+  if (name == "gpt-125m")
+    return GPTConfig{.num_layers = 12, .hidden = 768, .heads = 12, .seq_len = 1024, .vocab = 32000};
+  return std::nullopt;
+}
+
+std::vector<std::string> gpt_preset_names() { return {"tiny", "small", "gpt-125m"}; }
+
+float learning_rate(const TrainConfig& train, std::int64_t step) {
+  if (train.warmup_steps > 0 && step < train.warmup_steps)
+    return static_cast<float>(static_cast<double>(train.lr) * static_cast<double>(step + 1) /
+                              static_cast<double>(train.warmup_steps));
+  const double min_lr = static_cast<double>(train.lr) * train.min_lr_ratio;
+  const std::int64_t decay_steps = train.total_steps - train.warmup_steps;
+  if (decay_steps <= 0 || step >= train.total_steps) return static_cast<float>(min_lr);
+  const double progress =
+      static_cast<double>(step - train.warmup_steps) / static_cast<double>(decay_steps);
+  const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  return static_cast<float>(min_lr + cosine * (static_cast<double>(train.lr) - min_lr));
+}
+
+}  // namespace flotilla::worker

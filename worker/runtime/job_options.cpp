@@ -1,0 +1,152 @@
+#include "worker/runtime/job_options.h"
+
+#include <charconv>
+#include <cstdio>
+#include <map>
+
+namespace flotilla::worker {
+namespace {
+
+template <class T>
+bool parse_number(const std::string& s, T& out) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0') return false;
+    out = static_cast<T>(v);
+    return true;
+  } else {
+    auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  }
+}
+
+std::string float_arg(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string job_usage() {
+  return "flotilla-worker run|relaunch|rank --world-size N --pp P --dp D --data FILE "
+         "--checkpoint-dir DIR [--steps K] [--model tiny|small|gpt-125m] [--partition 0:3,3:6] "
+         "[--virtual-shards V] [--global-batch B] [--micro-batch M] [--checkpoint-every S] "
+         "[--keep K] [--loss-log FILE] [--progress FILE|-] [--seed S] [--lr X] "
+         "[--warmup-steps W] [--decay-steps D] [--grad-clip C] [--weight-decay W] "
+         "[--layers L] [--hidden C] [--heads H] [--seq-len T] [--backend cpu|cuda|cuda-tf32] [--comm auto|tcp|nccl] "
+         "[--recv-timeout SECONDS] [--connect-timeout SECONDS]";
+}
+
+std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> kv;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) return "unexpected argument '" + a + "'; usage: " + job_usage();
+    if (i + 1 >= args.size()) return "flag " + a + " needs a value";
+    kv[a.substr(2)] = args[++i];
+  }
+  JobOptions o;
+  auto take = [&](const char* name, auto& out) -> std::string {
+    auto it = kv.find(name);
+    if (it == kv.end()) return {};
+    std::string value = it->second;
+    kv.erase(it);
+    if constexpr (std::is_same_v<std::decay_t<decltype(out)>, std::string>) {
+      out = value;
+      return {};
+    } else {
+      if (!parse_number(value, out))
+        return std::string("--") + name + " '" + value + "' is not a valid number";
+      return {};
+    }
+  };
+  int dp_given = -1, v_given = -1, world_given = -1;
+  int layers = -1, hidden = -1, heads = -1, seq = -1;
+  std::string err;
+  for (auto e : {take("world-size", world_given), take("pp", o.pp), take("dp", dp_given),
+                 take("partition", o.partition), take("model", o.model_name),
+                 take("data", o.data_path), take("steps", o.steps),
+                 take("checkpoint-dir", o.checkpoint_dir),
+                 take("checkpoint-every", o.checkpoint_every), take("keep", o.keep),
+                 take("loss-log", o.loss_log), take("progress", o.progress),
+                 take("virtual-shards", v_given), take("global-batch", o.geometry.global_batch),
+                 take("micro-batch", o.geometry.micro_batch), take("seed", o.train.seed),
+                 take("lr", o.train.lr), take("warmup-steps", o.train.warmup_steps),
+                 take("decay-steps", o.train.total_steps),
+                 take("grad-clip", o.train.grad_clip_norm),
+                 take("weight-decay", o.train.weight_decay), take("layers", layers),
+                 take("hidden", hidden), take("heads", heads), take("seq-len", seq),
+                 take("backend", o.backend), take("comm", o.comm),
+                 take("recv-timeout", o.recv_timeout_s),
+                 take("connect-timeout", o.connect_timeout_s)}) {
+    if (!e.empty() && err.empty()) err = e;
+  }
+  if (!err.empty()) return err;
+  if (!kv.empty()) return "unknown flag --" + kv.begin()->first + "; usage: " + job_usage();
+  auto preset = gpt_preset(o.model_name);
+  if (!preset) {
+    std::string names;
+    for (const auto& n : gpt_preset_names()) names += (names.empty() ? "" : ", ") + n;
+    return "unknown --model '" + o.model_name + "'; presets: " + names;
+  }
+  o.model = *preset;
+  if (layers >= 0) o.model.num_layers = layers;
+  if (hidden >= 0) o.model.hidden = hidden;
+  if (heads >= 0) o.model.heads = heads;
+  if (seq >= 0) o.model.seq_len = seq;
+  if (std::string e = validate(o.model); !e.empty()) return "model: " + e;
+  o.dp = dp_given > 0 ? dp_given : 1;
+  if (dp_given == 0) return std::string("--dp must be at least 1");
+  o.geometry.virtual_shards = v_given > 0 ? v_given : o.dp;
+  if (v_given == 0) return std::string("--virtual-shards must be at least 1");
+  o.world_size = world_given > 0 ? world_given : o.pp * o.dp;
+  if (o.data_path.empty()) return std::string("--data FILE is required (any text file)");
+  if (o.checkpoint_dir.empty()) return std::string("--checkpoint-dir DIR is required");
+  if (o.steps < 0) return std::string("--steps must be >= 0");
+  if (o.keep < 1) return std::string("--keep must be at least 1");
+  if (o.checkpoint_every < 0) return std::string("--checkpoint-every must be >= 0");
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "cuda-tf32")
+    return "--backend '" + o.backend + "' is not cpu, cuda or cuda-tf32";
+  if (o.comm != "auto" && o.comm != "tcp" && o.comm != "nccl")
+    return "--comm '" + o.comm + "' is not auto, tcp or nccl";
+  if (o.comm == "nccl" && o.backend == "cpu")
+    return std::string("--comm nccl needs a CUDA backend (--backend cuda or cuda-tf32)");
+  if (o.recv_timeout_s < 0 || o.connect_timeout_s < 0)
+    return std::string("--recv-timeout and --connect-timeout must be positive seconds");
+  auto layout = make_layout(o.world_size, o.pp, o.dp, o.model.num_units(), o.partition,
+                            o.geometry);
+  if (auto* e = std::get_if<std::string>(&layout)) return *e;
+  o.layout = std::get<Layout>(layout);
+  return o;
+}
+
+std::vector<std::string> to_args(const JobOptions& o) {
+  std::vector<std::string> a = {
+      "--world-size", std::to_string(o.world_size), "--pp", std::to_string(o.pp),
+      "--dp", std::to_string(o.dp), "--model", o.model_name,
+      "--layers", std::to_string(o.model.num_layers), "--hidden", std::to_string(o.model.hidden),
+      "--heads", std::to_string(o.model.heads), "--seq-len", std::to_string(o.model.seq_len),
+      "--data", o.data_path, "--steps", std::to_string(o.steps),
+      "--checkpoint-dir", o.checkpoint_dir,
+      "--checkpoint-every", std::to_string(o.checkpoint_every), "--keep", std::to_string(o.keep),
+      "--virtual-shards", std::to_string(o.geometry.virtual_shards),
+      "--global-batch", std::to_string(o.geometry.global_batch),
+      "--micro-batch", std::to_string(o.geometry.micro_batch),
+      "--seed", std::to_string(o.train.seed), "--lr", float_arg(o.train.lr),
+      "--warmup-steps", std::to_string(o.train.warmup_steps),
+      "--decay-steps", std::to_string(o.train.total_steps),
+      "--grad-clip", float_arg(o.train.grad_clip_norm),
+      "--weight-decay", float_arg(o.train.weight_decay), "--backend", o.backend,
+      "--comm", o.comm};
+  if (o.recv_timeout_s > 0) a.insert(a.end(), {"--recv-timeout", float_arg(o.recv_timeout_s)});
+  if (o.connect_timeout_s > 0)
+    a.insert(a.end(), {"--connect-timeout", float_arg(o.connect_timeout_s)});
+  if (!o.partition.empty()) a.insert(a.end(), {"--partition", o.partition});
+  if (!o.loss_log.empty()) a.insert(a.end(), {"--loss-log", o.loss_log});
+  if (!o.progress.empty()) a.insert(a.end(), {"--progress", o.progress});
+  return a;
+}
+
+}  // namespace flotilla::worker
