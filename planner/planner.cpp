@@ -1,2 +1,0 @@
-// Placeholder so the planner library has a translation unit until its sources land.
-namespace flotilla::planner {}
