@@ -119,3 +119,28 @@ TEST(TimeModel, DataParallelAllReduceIntraVsInterNode) {
   EXPECT_NEAR(fp::evaluate(plan, m, ctx).stages[0].timing.dp_sync_s,
               2.0 * (20e-6 + grad4 / 2 / (12.5e9 / 4)), 1e-12);
 }
+
+// FlashAttention applies per replica's GPU: an A100 rank drops the scores, a V100 rank of the
+// same stage keeps them (no FlashAttention-2 on Volta), exactly as with materialised attention.
+TEST(TimeModel, FlashAttentionOnlyOnGpusThatRunIt) {
+  const auto m = *fp::find_preset("opt-350m");
+  const auto catalog = fp::builtin_gpu_catalog();
+  fp::ComputeModel compute;
+  const fp::NetworkModel net = fp::default_network_model();
+  const fp::EvalContext ctx{&catalog, &compute, &net};
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 8;
+  plan.stages = {{0, m.num_blocks(), 1, {{"A100-40", "z", 1}, {"V100-16", "z", 1}}}};
+  const auto materialized = fp::evaluate(plan, m, ctx);
+  plan.options.flash_attention = true;
+  const auto flash = fp::evaluate(plan, m, ctx);
+  ASSERT_EQ(flash.ranks.size(), 2u);
+  // 24 layers x (5 B x 16 x 2048^2 scores - 4 B x 16 x 2048 logsumexp), 1 in flight, plus the
+  // allocator fraction on those bytes.
+  const double saved = 24 * (5.0 * 16 * 2048 * 2048 - 4.0 * 16 * 2048);
+  EXPECT_NEAR(static_cast<double>(materialized.ranks[0].memory.activations_bytes - flash.ranks[0].memory.activations_bytes),
+              saved, 24.0);
+  EXPECT_EQ(flash.ranks[1].memory.peak_bytes, materialized.ranks[1].memory.peak_bytes);
+  EXPECT_LT(flash.ranks[0].memory.peak_bytes, materialized.ranks[0].memory.peak_bytes);
+}
