@@ -118,6 +118,25 @@ TEST(PlanEvaluateCli, FrameworkOptionChangesActivations) {
   EXPECT_NEAR(diff / expected, 1.0, 0.01);
 }
 
+// Sailor's plans ran without FlashAttention: materialized is the default; --attention flash
+// drops 24 layers x (5 B x 16 x 2048^2 / 4 scores - 4 B x 16 x 2048 / 4 logsumexp), + 3.5 %.
+TEST(PlanEvaluateCli, AttentionDefaultsToMaterialized) {
+  const std::string plan = R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],
+    "tmp_per_stage":[[[[["GH-96",4,"us-central1-a"]],4]]],"dp":[1]}],"mbs":1,"gbs":8})";
+  const std::string file = write_temp("attn", plan);
+  const CliRun plain = run_cli("--sailor-plan " + file + " --model opt-350m --json");
+  const CliRun materialized = run_cli("--sailor-plan " + file + " --model opt-350m --attention materialized --json");
+  const CliRun flash = run_cli("--sailor-plan " + file + " --model opt-350m --attention flash --json");
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  ASSERT_EQ(flash.rc, 0) << flash.err;
+  const auto peak = [](const CliRun& r) { return nlohmann::json::parse(r.out)["peak_bytes_max"].get<double>(); };
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["attention"], "materialized");
+  EXPECT_EQ(peak(plain), peak(materialized));
+  const double expected = 24.0 * (5.0 * 16 * 2048 * 2048 / 4 - 4.0 * 16 * 2048 / 4) * 1.035;
+  EXPECT_NEAR((peak(plain) - peak(flash)) / expected, 1.0, 0.001);
+  EXPECT_NE(run_cli("--sailor-plan " + file + " --model opt-350m --attention sparse").rc, 0);
+}
+
 TEST(PlanEvaluateCli, OutOfMemoryIsReportedWithExitOne) {
   const std::string plan = R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33]],
     "tmp_per_stage":[[[[["V100-16",1,"z"]],1]]],"dp":[1]}],"mbs":8,"gbs":8})";
