@@ -8,14 +8,18 @@
 namespace flotilla::planner {
 namespace {
 
+// FLOP-based compute, default network, built-in catalog.
+struct FlopContext {
+  GpuCatalog catalog = builtin_gpu_catalog();
+  ComputeModel compute{nullptr};
+  NetworkModel network = default_network_model();
+  EvalContext context{&catalog, &compute, &network};
+};
+
 TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
-  const GpuCatalog catalog = builtin_gpu_catalog();
-  const ComputeModel compute(nullptr);
-  const NetworkModel network = default_network_model();
-  EvalContext context;
-  context.catalog = &catalog;
-  context.compute = &compute;
-  context.network = &network;
+  const FlopContext flops;
+  const EvalContext& context = flops.context;
+  const GpuCatalog& catalog = flops.catalog;
   for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     SearchRequest request;
     request.model = *find_preset("gpt-neo-2.7b");
@@ -57,13 +61,9 @@ TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
 // that run it): every pipeline the DP returns for Llama-3-8B (s = 8192) on A100-40 + V100-16
 // fits under evaluate(), with flash; with materialised scores the DP finds none at all.
 TEST(SearchProxyTest, StageDpMemoryMatchesEvaluateWithFlash) {
-  const GpuCatalog catalog = builtin_gpu_catalog();
-  const ComputeModel compute(nullptr);
-  const NetworkModel network = default_network_model();
-  EvalContext context;
-  context.catalog = &catalog;
-  context.compute = &compute;
-  context.network = &network;
+  const FlopContext flops;
+  const EvalContext& context = flops.context;
+  const GpuCatalog& catalog = flops.catalog;
   std::size_t found[2] = {0, 0};
   for (bool flash : {false, true}) {
     SearchRequest request;
