@@ -33,7 +33,7 @@ constexpr const char* kUsage =
     "usage: flotilla plan --model NAME|FILE --cluster FILE [--objective throughput|cost] "
     "[--max-usd-per-iter X] [--min-tokens-per-s Y] [--gbs N (default 2048)] [--profiles DIR] [--network DIR] "
     "[--gpu-catalog FILE] [--recompute none|selective|full] [--zero 0-3] [--alternatives K] "
-    "[--json]\n       flotilla plan evaluate --help";
+    "[--attention flash|materialized (default flash, on GPUs that support it)] [--json]\n       flotilla plan evaluate --help";
 
 int bad(const std::string& line) {
   std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
@@ -87,6 +87,9 @@ struct Args {
   int alternatives = 4;
   fp::Recompute recompute = fp::Recompute::kNone;
   int zero = 0;
+  // FlashAttention on GPUs that run it (Ampere+): what current stacks do; materialized is
+  // Korthikanti's s*s scores (Sailor's runs).
+  bool flash_attention = true;
   bool json = false;
 };
 
@@ -151,6 +154,11 @@ std::string parse_args(const std::vector<std::string>& args, Args& out, bool& he
       else if (value == "selective") out.recompute = fp::Recompute::kSelective;
       else if (value == "full") out.recompute = fp::Recompute::kFull;
       else return "--recompute must be none, selective or full, got '" + value + "'";
+    } else if (a == "--attention") {
+      if (!need()) return "--attention needs a value";
+      if (value == "flash") out.flash_attention = true;
+      else if (value == "materialized") out.flash_attention = false;
+      else return "--attention must be flash or materialized, got '" + value + "'";
     } else if (a == "--json") {
       out.json = true;
     } else {
@@ -271,6 +279,7 @@ static int run_plan(const std::vector<std::string>& raw) {
   request.global_batch_size = args.gbs;
   request.training.recompute = args.recompute;
   request.training.zero_stage = args.zero;
+  request.training.flash_attention = args.flash_attention;
   request.pools = fp::gpu_pools(*cluster);
   request.objective = args.objective;
   request.constraints.max_usd_per_iteration = args.max_usd;
@@ -281,6 +290,8 @@ static int run_plan(const std::vector<std::string>& raw) {
   request.options.max_plans = std::max(args.alternatives + 1, 8);
 
   const fp::SearchResult result = fp::search_plans(request, context);
+  const std::string attention =
+      args.flash_attention ? "flash (materialized on pre-Ampere GPUs)" : "materialized";
   int free_gpus = 0;
   for (const fp::GpuPool& pool : request.pools) free_gpus += pool.gpus;
 
@@ -293,7 +304,7 @@ static int run_plan(const std::vector<std::string>& raw) {
     else
       line += "; no single change tried (recompute, larger TP, up to 16x the GPUs, a larger GPU type) makes it fit";
     if (args.json) {
-      nlohmann::json out = {{"model", model->name}, {"feasible", false}, {"error", line}};
+      nlohmann::json out = {{"model", model->name}, {"feasible", false}, {"attention", attention}, {"error", line}};
       std::printf("%s\n", out.dump(2).c_str());
     }
     std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
@@ -322,6 +333,7 @@ static int run_plan(const std::vector<std::string>& raw) {
     out["feasible"] = true;
     out["objective"] = args.objective == fp::Objective::kMaxThroughput ? "throughput" : "cost";
     out["global_batch_size"] = args.gbs;
+    out["attention"] = attention;
     out["free_gpus"] = free_gpus;
     out["plan"] = plan_json(best, *model);
     out["placement"] = by_node;
@@ -342,10 +354,10 @@ static int run_plan(const std::vector<std::string>& raw) {
     return 0;
   }
 
-  std::printf("flotilla plan: %s, global batch %d x %d tokens, objective %s, %d GPUs free\n\n",
+  std::printf("flotilla plan: %s, global batch %d x %d tokens, objective %s, attention %s, %d GPUs free\n\n",
               model->name.c_str(), args.gbs, model->seq_len,
               args.objective == fp::Objective::kMaxThroughput ? "max throughput" : "min cost",
-              free_gpus);
+              attention.c_str(), free_gpus);
   print_table(best, *model);
   std::printf("\nplacement (best fit, node:GPUs):");
   int listed = 0;

@@ -17,7 +17,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: flotilla plan evaluate --sailor-plan FILE (--training-config FILE | --model NAME) "
     "[--profiles DIR] [--network DIR] [--gpu-catalog FILE] "
-    "[--framework megatron|megatron-unfused-softmax|aceso-op-level] [--json]";
+    "[--framework megatron|megatron-unfused-softmax|aceso-op-level] "
+    "[--attention materialized|flash (default materialized, as in Sailor's runs)] [--json]";
 
 int bad(const std::string& line) {
   std::fprintf(stderr, "flotilla plan evaluate: %s\n", line.c_str());
@@ -36,6 +37,7 @@ nlohmann::json memory_json(const fp::MemoryBreakdown& m) {
 int run_plan_evaluate(const std::vector<std::string>& args) {
   std::string plan_path, config_path, model_name, profiles_dir, network_dir, catalog_path;
   std::string framework = "megatron";
+  std::string attention = "materialized";
   bool as_json = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -52,6 +54,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
     else if (a == "--network") ok = value(network_dir);
     else if (a == "--gpu-catalog") ok = value(catalog_path);
     else if (a == "--framework") ok = value(framework);
+    else if (a == "--attention") ok = value(attention);
     else if (a == "--json") as_json = true;
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", kUsage);
@@ -108,6 +111,10 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
     return bad("unknown --framework '" + framework + "'; use megatron, megatron-unfused-softmax or aceso-op-level");
   }
 
+  // Sailor's plan files come from runs without FlashAttention: materialised scores by default.
+  if (attention == "flash") plan->plan.options.flash_attention = true;
+  else if (attention != "materialized") return bad("unknown --attention '" + attention + "'; use materialized or flash");
+
   fp::ComputeModel compute(profiles_dir.empty() ? nullptr : &profiles);
   const fp::EvalContext ctx{&catalog, &compute, &network};
   const fp::Evaluation ev = fp::evaluate(plan->plan, *model, ctx);
@@ -116,6 +123,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
   if (as_json) {
     nlohmann::json out;
     out["model"] = model->name;
+    out["attention"] = attention;
     out["peak_bytes_max"] = ev.peak_bytes_max;
     out["iter_seconds"] = ev.iter_seconds;
     out["pipeline_seconds"] = ev.pipeline_seconds;
@@ -161,8 +169,8 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
     }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("model %s, %d stages, %d GPUs, %d micro-batches\n", model->name.c_str(), plan->plan.num_stages(),
-                plan->plan.num_gpus(), ev.num_micro_batches);
+    std::printf("model %s, %d stages, %d GPUs, %d micro-batches, attention %s\n", model->name.c_str(),
+                plan->plan.num_stages(), plan->plan.num_gpus(), ev.num_micro_batches, attention.c_str());
     for (const fp::StageReport& s : ev.stages) {
       std::printf("  stage %d blocks [%d,%d) tp %d dp %d: peak %.2f GB per rank, fwd %.4f s bwd %.4f s per micro-batch\n",
                   s.stage, s.first_block, s.last_block, s.tp, s.dp, s.peak_bytes / 1e9, s.timing.forward_s,

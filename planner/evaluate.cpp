@@ -53,10 +53,18 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     const auto& sg = gpus[static_cast<std::size_t>(s)];
     StageShape shape{st.first_block, st.last_block, st.tp, st.dp(), plan.micro_batch_size,
                      in_flight_micro_batches(s, p, m), plan.options};
-    const MemoryBreakdown mem = stage_memory(model, shape, ctx.memory_constants);
+    // A replica's memory depends on its GPU only through FlashAttention support.
+    const auto memory_on = [&](bool supports_flash) {
+      StageShape own = shape;
+      own.options = options_on_gpu(plan.options, supports_flash);
+      return stage_memory(model, own, ctx.memory_constants);
+    };
+    const MemoryBreakdown mem_flash = memory_on(true);
+    const MemoryBreakdown mem_materialized = memory_on(false);
     StageReport report{s, st.first_block, st.last_block, st.tp, st.dp(), shape.in_flight_micro_batches, 0, {}};
     for (int r = 0; r < st.dp(); ++r) {
       const GpuType& g = *sg[static_cast<std::size_t>(r)];
+      const MemoryBreakdown& mem = g.supports_flash_attention ? mem_flash : mem_materialized;
       usd_per_second += g.usd_per_hour * st.tp / 3600.0;
       for (int k = 0; k < st.tp; ++k) {
         RankReport rr{rank, s, r, k, g.name, st.replicas[static_cast<std::size_t>(r)].zone, mem, g.memory_bytes};
@@ -91,7 +99,10 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     for (const Replica& r : st.replicas) zones.insert(r.zone);
     LinkKind dp_link = LinkKind::kInterNode;
     if (st.dp() > 1 && st.tp * st.dp() <= sg.front()->gpus_per_node && zones.size() == 1) dp_link = LinkKind::kIntraNode;
-    for (int r = 0; r + 1 < st.dp(); ++r) {
+    // Replicas that share one node (Megatron orders ranks TP, then DP, then PP, so a stage's
+    // tp*dp GPUs are contiguous) all-reduce over NVLink; only otherwise does the zone pair
+    // decide. (Taking the max with link_between(z, z) = inter-node here lost the intra-node case.)
+    for (int r = 0; dp_link != LinkKind::kIntraNode && r + 1 < st.dp(); ++r) {
       dp_link = std::max(dp_link, ctx.network->link_between(st.replicas[static_cast<std::size_t>(r)].zone,
                                                              st.replicas[static_cast<std::size_t>(r + 1)].zone, false));
     }

@@ -78,6 +78,10 @@ GpuCatalog builtin_gpu_catalog() {
   t.push_back(make("Titan-RTX", {"titanrtx", "titan-rtx-24gb"}, 25769803776LL, 130, 672, 8, 16, 1.25, 0.50, 0.028));
   for (GpuType& g : t) {
     if (g.name == "GH200-96") g.runtime_overhead_bytes = 5500LL * 1000000LL;
+    // Pre-Ampere (Volta sm70, Turing sm75): no FlashAttention-2 kernels.
+    if (g.name == "V100-16" || g.name == "V100-32" || g.name == "T4" || g.name == "RTX-2080" ||
+        g.name == "Titan-RTX")
+      g.supports_flash_attention = false;
   }
   return GpuCatalog(std::move(t));
 }
@@ -114,6 +118,10 @@ Result<GpuCatalog> apply_catalog_override(GpuCatalog base, std::string_view yaml
       try {
         if (key == "aliases") {
           g.aliases = kv.second.as<std::vector<std::string>>();
+          continue;
+        }
+        if (key == "supports_flash_attention") {
+          g.supports_flash_attention = kv.second.as<bool>();
           continue;
         }
         v = kv.second.as<double>();

@@ -36,6 +36,9 @@ struct GpuType {
   // communicators, cuBLAS workspaces, allocator cache. Calibrated on GH200 (Sailor's Clariden
   // runs); other types carry a documented default (docs/planner.md).
   std::int64_t runtime_overhead_bytes = 1500LL << 20;
+  // FlashAttention-2 kernels need Ampere (sm80) or newer; Volta/Turing (V100, T4, RTX-2080,
+  // Titan-RTX) fall back to materialised attention scores.
+  bool supports_flash_attention = true;
 };
 
 class GpuCatalog {

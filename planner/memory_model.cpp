@@ -49,6 +49,11 @@ double attention_score_bytes_per_element(const TrainingOptions& o) {
   return bytes;
 }
 
+double flash_softmax_stats_bytes(const ModelSpec& m, int tp, int micro_batch_size, const TrainingOptions& o) {
+  if (!o.flash_attention) return 0;
+  return 4.0 * m.heads * static_cast<double>(m.seq_len) * micro_batch_size / tp;
+}
+
 namespace {
 // Per op of Aceso's GPT layer: (replicated s*b*h bytes, TP-split s*b*h bytes, bytes per
 // attention-score element). Split terms generalise to GQA/FFN width as the fused count does.
@@ -84,7 +89,10 @@ std::int64_t layer_ops_activation_bytes(const ModelSpec& m, int first_op, int la
   double bytes = 0;
   for (int op = std::max(0, first_op); op < std::min(last_op, kOpsPerLayer); ++op) {
     const OpBytes b = layer_op_bytes(m, op, o);
-    bytes += sbh * (b.replicated_sbh / sp_div + b.split_sbh / tp) + b.per_score * scores;
+    bytes += sbh * (b.replicated_sbh / sp_div + b.split_sbh / tp);
+    // FlashAttention fuses score, softmax and dropout: only the softmax op keeps its statistics.
+    if (!o.flash_attention) bytes += b.per_score * scores;
+    else if (op == 3) bytes += flash_softmax_stats_bytes(m, tp, micro_batch_size, o);
   }
   return static_cast<i64>(bytes);
 }
@@ -148,6 +156,7 @@ std::int64_t block_activation_bytes(const ModelSpec& m, int block, int tp, int m
   const double replicated = o.op_level_activations ? 14.0 : 10.0;
   const double linear = sbh * (replicated / sp_div + split / t);
   if (o.recompute == Recompute::kSelective) return static_cast<i64>(linear);
+  if (o.flash_attention) return static_cast<i64>(linear + flash_softmax_stats_bytes(m, tp, micro_batch_size, o));
   return static_cast<i64>(linear + attention_score_bytes_per_element(o) * m.heads * s * s * b / t);
 }
 

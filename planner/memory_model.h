@@ -19,6 +19,9 @@
 //   - communication buffers: p2p send/recv of one micro-batch activation; allocator overhead:
 //     a fraction of the dynamic bytes plus the GPU type's runtime overhead (CUDA context, NCCL,
 //     cache), both calibrated once over all of Sailor's Clariden runs (docs/planner.md).
+//   - FlashAttention (options.flash_attention, on GPUs that run it): no a*s*s score terms; the
+//     layer keeps Q, K, V and the output (already in the linear terms) plus the fp32 softmax
+//     logsumexp, 4*a*s*b/t bytes; the dropout RNG seed is a few bytes (ignored).
 //   - op-level runtime (options.op_level_activations, Aceso): every op's output stays alive,
 //     14 replicated sbh instead of 10, 7 or 11 B per attention score, 4 B logits; a stage may
 //     hold part of a layer (StageShape's partial-layer ops, counted per op).
@@ -94,6 +97,16 @@ std::int64_t stage_params_per_rank(const ModelSpec& model, int first_block, int 
 // layers (Korthikanti), 7 with an unfused fp32 softmax, 7 for an op-level runtime with a fused
 // softmax (Aceso's own op profile), 11 for an op-level runtime with an unfused fp32 softmax.
 double attention_score_bytes_per_element(const TrainingOptions& options);
+// The options a rank on a GPU type actually runs: FlashAttention only where the GPU supports it
+// (GpuType::supports_flash_attention; Ampere and newer), else materialised scores.
+inline TrainingOptions options_on_gpu(TrainingOptions options, bool gpu_supports_flash_attention) {
+  options.flash_attention = options.flash_attention && gpu_supports_flash_attention;
+  return options;
+}
+// FlashAttention's per-layer softmax statistics: fp32 logsumexp per (batch, head, query), per
+// rank (heads split t ways). 0 without flash.
+double flash_softmax_stats_bytes(const ModelSpec& model, int tp, int micro_batch_size,
+                                 const TrainingOptions& options);
 // Activation bytes of one block for one micro-batch on one rank.
 std::int64_t block_activation_bytes(const ModelSpec& model, int block, int tp,
                                     int micro_batch_size, const TrainingOptions& options);

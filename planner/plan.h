@@ -35,6 +35,12 @@ struct TrainingOptions {
   // false = the softmax runs unfused in fp32 (apply_query_key_layer_scaling forces fp32
   // softmax): it saves fp32 probabilities (4 B per score) instead of fp16 ones.
   bool fused_softmax = true;
+  // true = FlashAttention (Megatron-LM + Transformer Engine, DeepSpeed, torch SDPA): the a*s*s
+  // scores are never materialised; each layer keeps the fp32 softmax logsumexp (4 B per
+  // (batch, head, query)) and a dropout RNG seed instead. Applied only on GPU types that run it
+  // (GpuType::supports_flash_attention; stages on others keep materialised scores). false keeps
+  // Korthikanti's count (Sailor's runs, the validation).
+  bool flash_attention = false;
 };
 
 struct Replica {

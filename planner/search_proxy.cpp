@@ -105,12 +105,12 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
                                      context_.network->link_between(zone, next.zones.front().first, false));
       timing.p2p_s = p2p_seconds(config, link);
     }
-    // As evaluate() composes it: intra-node when all replicas fit one node of one zone, then
-    // the link between neighbouring replicas' zones (which evaluate() takes the max with).
+    // As evaluate() composes it: intra-node when all replicas fit one node of one zone, else
+    // the link between neighbouring replicas' zones.
     const bool one_zone = config.tp * dp <= pool.zones.front().second;
     LinkKind dp_link = LinkKind::kInterNode;
     if (dp > 1 && one_zone && config.tp * dp <= pool.gpu->gpus_per_node) dp_link = LinkKind::kIntraNode;
-    if (dp > 1)
+    if (dp > 1 && dp_link != LinkKind::kIntraNode)
       dp_link = std::max(dp_link, context_.network->link_between(
                                       zone, one_zone || pool.zones.size() < 2 ? zone : pool.zones[1].first,
                                       false));

@@ -40,7 +40,7 @@ void StageDp::build_memory_table() {
       shape.dp = in_.dp;
       shape.micro_batch_size = in_.micro_batch_size;
       shape.in_flight_micro_batches = in_flight;
-      shape.options = *in_.training;
+      shape.options = options_on_gpu(*in_.training, gpu.supports_flash_attention);  // as evaluate()
       auto fits = [&](int first, int last) {
         shape.first_block = first;
         shape.last_block = last;

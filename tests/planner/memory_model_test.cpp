@@ -1,6 +1,7 @@
 // The per-rank memory model against hand-computed values.
 #include <gtest/gtest.h>
 
+#include "planner/gpu_catalog.h"
 #include "planner/memory_model.h"
 
 namespace fp = flotilla::planner;
@@ -112,4 +113,81 @@ TEST(MemoryModel, StaticBytesAndZero) {
   fp::StageShape b = a;
   b.in_flight_micro_batches = 3;
   EXPECT_EQ(fp::stage_memory(m, b).activations_bytes, 3 * fp::stage_memory(m, a).activations_bytes);
+}
+
+// FlashAttention, hand-counted for OPT-350M's layer shape (s=2048, h=1024, a=16, ffn=4h) at
+// t=2, b=2, fused Megatron: Korthikanti's linear part sbh(10 + 24/t) stays (Q, K, V and the
+// attention output are in it); the 5 B per score (softmax out 2, dropout mask 1, dropout out 2)
+// of a*s*s*b/t scores go, replaced by the fp32 logsumexp, 4 B per (batch, head, query) / t.
+TEST(MemoryModel, FlashAttentionHandCounted) {
+  const auto m = *fp::find_preset("opt-350m");
+  ASSERT_EQ(m.seq_len, 2048);
+  ASSERT_EQ(m.hidden, 1024);
+  ASSERT_EQ(m.heads, 16);
+  const double s = 2048, h = 1024, a = 16, b = 2, t = 2;
+  fp::TrainingOptions o;
+  o.flash_attention = true;
+  const double linear = s * b * h * (10 + 24 / t);           // 92,274,688 B
+  const double lse = 4 * a * s * b / t;                       // 131,072 B
+  const double scores = 5 * a * s * s * b / t;                // 335,544,320 B
+  EXPECT_NEAR(fp::block_activation_bytes(m, 1, 2, 2, o), linear + lse, 1.0);
+  EXPECT_NEAR(fp::block_activation_bytes(m, 1, 2, 2, o), 92405760.0, 1.0);
+  fp::TrainingOptions materialized;
+  EXPECT_NEAR(fp::block_activation_bytes(m, 1, 2, 2, materialized) - fp::block_activation_bytes(m, 1, 2, 2, o),
+              scores - lse, 2.0);
+  // A stage of 4 layers, 3 in flight: the activations differ by exactly 12 layers' scores.
+  fp::StageShape shape{1, 5, 2, 1, 2, 3, materialized};
+  const auto mat = fp::stage_memory(m, shape);
+  shape.options = o;
+  const auto flash = fp::stage_memory(m, shape);
+  EXPECT_NEAR(static_cast<double>(mat.activations_bytes - flash.activations_bytes), 12 * (scores - lse), 24.0);
+  EXPECT_EQ(mat.weights_bytes, flash.weights_bytes);
+  // Only on GPUs that run it: V100 (Volta) and T4 (Turing) keep the scores.
+  const auto catalog = fp::builtin_gpu_catalog();
+  for (const char* yes : {"A100-40", "A100-80", "H100-80", "H200", "GH200-96", "L4", "A10G", "RTX-3090", "RTX-4090"})
+    EXPECT_TRUE(catalog.find(yes)->supports_flash_attention) << yes;
+  for (const char* no : {"V100-16", "V100-32", "T4", "RTX-2080", "Titan-RTX"})
+    EXPECT_FALSE(catalog.find(no)->supports_flash_attention) << no;
+  EXPECT_TRUE(fp::options_on_gpu(o, true).flash_attention);
+  EXPECT_FALSE(fp::options_on_gpu(o, false).flash_attention);
+  EXPECT_FALSE(fp::options_on_gpu(materialized, true).flash_attention);
+  auto overridden = fp::apply_catalog_override(catalog, "V100-16: {supports_flash_attention: true}");
+  ASSERT_TRUE(overridden) << overridden.error();
+  EXPECT_TRUE(overridden->find("V100-16")->supports_flash_attention);
+}
+
+// Flash never costs more, for every layout and shape, and its saving is exactly the score bytes
+// minus the logsumexp (0 under selective/full recompute, which keep no scores anyway).
+TEST(MemoryModel, FlashNeverAboveMaterialized) {
+  for (const char* name : {"opt-350m", "gpt-neo-2.7b", "llama-3-8b", "llama-2-70b"}) {
+    const auto m = *fp::find_preset(name);
+    for (int tp : {1, 2, 8}) {
+      for (int mbs : {1, 4}) {
+        for (int variant = 0; variant < 16; ++variant) {
+          fp::TrainingOptions o;
+          o.fused_softmax = variant & 1;
+          o.op_level_activations = variant & 2;
+          o.sequence_parallel = variant & 4;
+          o.recompute = variant & 8 ? fp::Recompute::kSelective : fp::Recompute::kNone;
+          fp::TrainingOptions f = o;
+          f.flash_attention = true;
+          const double scores = static_cast<double>(m.heads) * m.seq_len * m.seq_len * mbs / tp;
+          const double lse = 4.0 * m.heads * m.seq_len * mbs / tp;
+          const double saved = o.recompute == fp::Recompute::kNone
+                                   ? fp::attention_score_bytes_per_element(o) * scores - lse
+                                   : 0.0;
+          const auto mat = fp::block_activation_bytes(m, 1, tp, mbs, o);
+          const auto fl = fp::block_activation_bytes(m, 1, tp, mbs, f);
+          EXPECT_LE(fl, mat) << name << " tp " << tp << " variant " << variant;
+          EXPECT_NEAR(static_cast<double>(mat - fl), saved, 2.0) << name << " tp " << tp << " variant " << variant;
+          if (o.op_level_activations && o.recompute == fp::Recompute::kNone) {
+            for (int cut = 0; cut <= fp::kOpsPerLayer; ++cut)  // fragments still add up
+              EXPECT_NEAR(fp::layer_ops_activation_bytes(m, 0, cut, tp, mbs, f) +
+                              fp::layer_ops_activation_bytes(m, cut, fp::kOpsPerLayer, tp, mbs, f),
+                          static_cast<double>(fl), 2.0);
+          }
+        }
+      }
+    }
+  }
 }

@@ -99,15 +99,18 @@ TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
   EXPECT_EQ(ok.rc, 0) << ok.err;
 }
 
+// OPT-350M as one stage of TP 4 on a GH200 node, mbs 1 (one micro-batch in flight).
+constexpr const char* kOpt350OneStageTp4 =
+    R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],
+    "tmp_per_stage":[[[[["GH-96",4,"us-central1-a"]],4]]],"dp":[1]}],"mbs":1,"gbs":8})";
+
 // --framework aceso-op-level: hand-counted difference against fused Megatron for OPT-350M,
 // TP 4, mbs 1, one stage (one micro-batch in flight): per layer 226,492,416 B (op-level, fp32
 // softmax: 20 sbh + 11 a s^2 / t) - 117,440,512 B (Korthikanti: 16 sbh + 5 a s^2 / t), times 24
 // layers, and the head's logits at 4 B instead of 12 B per (s x V/t) element; all dynamic bytes
 // carry the 3.5 % allocator term.
 TEST(PlanEvaluateCli, FrameworkOptionChangesActivations) {
-  const std::string plan = R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],
-    "tmp_per_stage":[[[[["GH-96",4,"us-central1-a"]],4]]],"dp":[1]}],"mbs":1,"gbs":8})";
-  const std::string file = write_temp("fw", plan);
+  const std::string file = write_temp("fw", kOpt350OneStageTp4);
   const CliRun fused = run_cli("--sailor-plan " + file + " --model opt-350m --json");
   const CliRun op_level = run_cli("--sailor-plan " + file + " --model opt-350m --framework aceso-op-level --json");
   ASSERT_EQ(fused.rc, 0) << fused.err;
@@ -116,6 +119,23 @@ TEST(PlanEvaluateCli, FrameworkOptionChangesActivations) {
                       nlohmann::json::parse(fused.out)["peak_bytes_max"].get<double>();
   const double expected = (24.0 * (226492416.0 - 117440512.0) + (4.0 - 12.0) * 2048 * 50272 / 4) * 1.035;
   EXPECT_NEAR(diff / expected, 1.0, 0.01);
+}
+
+// Sailor's plans ran without FlashAttention: materialized is the default; --attention flash
+// drops 24 layers x (5 B x 16 x 2048^2 / 4 scores - 4 B x 16 x 2048 / 4 logsumexp), + 3.5 %.
+TEST(PlanEvaluateCli, AttentionDefaultsToMaterialized) {
+  const std::string file = write_temp("attn", kOpt350OneStageTp4);
+  const CliRun plain = run_cli("--sailor-plan " + file + " --model opt-350m --json");
+  const CliRun materialized = run_cli("--sailor-plan " + file + " --model opt-350m --attention materialized --json");
+  const CliRun flash = run_cli("--sailor-plan " + file + " --model opt-350m --attention flash --json");
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  ASSERT_EQ(flash.rc, 0) << flash.err;
+  const auto peak = [](const CliRun& r) { return nlohmann::json::parse(r.out)["peak_bytes_max"].get<double>(); };
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["attention"], "materialized");
+  EXPECT_EQ(peak(plain), peak(materialized));
+  const double expected = 24.0 * (5.0 * 16 * 2048 * 2048 / 4 - 4.0 * 16 * 2048 / 4) * 1.035;
+  EXPECT_NEAR((peak(plain) - peak(flash)) / expected, 1.0, 0.001);
+  EXPECT_NE(run_cli("--sailor-plan " + file + " --model opt-350m --attention sparse").rc, 0);
 }
 
 TEST(PlanEvaluateCli, OutOfMemoryIsReportedWithExitOne) {

@@ -137,6 +137,29 @@ TEST(SearchCliTest, FitsNowhereNamesASmallestChangeThatReallyFits) {
   }
 }
 
+// Llama-3-8B at seq 8192 on the example cluster: with FlashAttention (the default, on the
+// A100s; the V100s keep materialised scores) it plans without recompute; with the s x s scores
+// materialised (Korthikanti, --attention materialized) a layer's 5 B x 32 x 8192^2 = 10.7 GB of
+// scores fit nowhere, and the CLI names a change instead.
+TEST(SearchCliTest, FlashAttentionIsTheDefaultAndMaterializedFitsNowhere) {
+  const std::string base = "plan --model llama-3-8b --cluster " + example("cluster.yaml");
+  const CliRun flash = flotilla(base + " --json");
+  ASSERT_EQ(flash.exit_code, 0) << flash.err;
+  const nlohmann::json out = nlohmann::json::parse(flash.out);
+  EXPECT_NE(out.at("attention").get<std::string>().find("flash"), std::string::npos);
+  for (const auto& stage : out.at("plan").at("stages"))
+    EXPECT_LE(stage.at("peak_bytes").get<long long>(), stage.at("capacity_bytes").get<long long>());
+  const CliRun table = flotilla(base);
+  EXPECT_NE(table.out.find("attention flash"), std::string::npos) << table.out;
+
+  const CliRun materialized = flotilla(base + " --attention materialized");
+  ASSERT_EQ(materialized.exit_code, 1) << materialized.out << materialized.err;
+  EXPECT_EQ(lines(materialized.err), 1) << materialized.err;
+  EXPECT_NE(materialized.err.find("fits nowhere"), std::string::npos) << materialized.err;
+  EXPECT_NE(materialized.err.find("smallest change that fits"), std::string::npos) << materialized.err;
+  EXPECT_EQ(flotilla(base + " --attention dense").exit_code, 2);
+}
+
 TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
   const std::string cluster = example("cluster.yaml");
   struct Case {

@@ -1,20 +1,25 @@
 // The search's fast estimate must equal evaluate() on single-zone plans: the stage DP and the
 // candidate ranking rely on it, so drift in the time model would silently mis-rank plans.
 #include "planner/search_proxy.h"
+#include "planner/stage_dp.h"
 
 #include <gtest/gtest.h>
 
 namespace flotilla::planner {
 namespace {
 
+// FLOP-based compute, default network, built-in catalog.
+struct FlopContext {
+  GpuCatalog catalog = builtin_gpu_catalog();
+  ComputeModel compute{nullptr};
+  NetworkModel network = default_network_model();
+  EvalContext context{&catalog, &compute, &network};
+};
+
 TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
-  const GpuCatalog catalog = builtin_gpu_catalog();
-  const ComputeModel compute(nullptr);
-  const NetworkModel network = default_network_model();
-  EvalContext context;
-  context.catalog = &catalog;
-  context.compute = &compute;
-  context.network = &network;
+  const FlopContext flops;
+  const EvalContext& context = flops.context;
+  const GpuCatalog& catalog = flops.catalog;
   for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     SearchRequest request;
     request.model = *find_preset("gpt-neo-2.7b");
@@ -50,6 +55,56 @@ TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
       }
     }
   }
+}
+
+// The stage DP's memory table and evaluate() apply FlashAttention the same way (only on GPUs
+// that run it): every pipeline the DP returns for Llama-3-8B (s = 8192) on A100-40 + V100-16
+// fits under evaluate(), with flash; with materialised scores the DP finds none at all.
+TEST(SearchProxyTest, StageDpMemoryMatchesEvaluateWithFlash) {
+  const FlopContext flops;
+  const EvalContext& context = flops.context;
+  const GpuCatalog& catalog = flops.catalog;
+  std::size_t found[2] = {0, 0};
+  for (bool flash : {false, true}) {
+    SearchRequest request;
+    request.model = *find_preset("llama-3-8b");
+    request.global_batch_size = 64;
+    request.training.flash_attention = flash;
+    request.pools = {{"A100-40", "z", "z", 16, 4}, {"V100-16", "z", "z", 16, 4}};
+    const std::vector<SearchPool> pools = merged_pools(request, catalog);
+    const int dp = 2, mbs = 1;
+    const std::vector<StageConfig> configs = stage_configs(request, pools, dp);
+    ProxyTimer timer(request, context, pools, mbs);
+    std::vector<std::vector<double>> prefix;
+    std::vector<double> p2p;
+    for (const StageConfig& config : configs) {
+      prefix.push_back(timer.cycle_prefix(config));
+      p2p.push_back(timer.p2p_cycle(config));
+    }
+    StageDpInput input;
+    input.model = &request.model;
+    input.training = &request.training;
+    input.pools = &pools;
+    input.configs = &configs;
+    input.time_prefix = &prefix;
+    input.p2p_cycle_seconds = &p2p;
+    input.memory_constants = &context.memory_constants;
+    input.micro_batch_size = mbs;
+    input.dp = dp;
+    input.num_micro_batches = request.global_batch_size / (mbs * dp);
+    input.max_stages = 8;
+    StageDp solver(input);
+    solver.solve();
+    for (const DpCandidate& candidate : solver.candidates()) {
+      Plan plan;
+      ASSERT_EQ(materialize_plan(request, pools, configs, candidate.choices, mbs, dp, plan), "");
+      const Evaluation e = evaluate(plan, request.model, context);
+      EXPECT_TRUE(e.feasible()) << describe_plan(plan) << ": " << e.infeasible->message;
+      ++found[flash];
+    }
+  }
+  EXPECT_EQ(found[0], 0u);
+  EXPECT_GT(found[1], 0u);
 }
 
 }  // namespace

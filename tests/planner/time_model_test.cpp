@@ -89,3 +89,58 @@ TEST(TimeModel, SlowestPipelineNotSumOfStageMaxima) {
   EXPECT_LT(mixed.pipeline_seconds, slow.pipeline_seconds);
   EXPECT_GT(mixed.pipeline_seconds, fast.pipeline_seconds);
 }
+
+// Data-parallel gradient all-reduce, hand-computed with the default network (no fits: NVLink
+// 100 GB/s, inter-node 12.5 GB/s per node, 20 us per step). One stage holds the whole model at
+// TP 1, so each replica all-reduces 4 B (fp32 main grads) x every parameter.
+TEST(TimeModel, DataParallelAllReduceIntraVsInterNode) {
+  const auto m = *fp::find_preset("opt-350m");
+  const auto catalog = fp::builtin_gpu_catalog();  // A100-40: 4 GPUs per node
+  fp::ComputeModel compute;
+  const fp::NetworkModel net = fp::default_network_model();
+  const fp::EvalContext ctx{&catalog, &compute, &net};
+  const double grad_bytes = 4.0 * static_cast<double>(fp::total_params(m));
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 16;
+  // 2 replicas of TP 1 fit one 4-GPU node: the ring runs over NVLink.
+  plan.stages = {{0, m.num_blocks(), 1, {{"A100-40", "z", 1}, {"A100-40", "z", 1}}}};
+  const auto within = fp::evaluate(plan, m, ctx);
+  ASSERT_TRUE(within.feasible()) << within.infeasible->message;
+  EXPECT_NEAR(within.stages[0].timing.dp_sync_s, 2.0 * 1 * (20e-6 + grad_bytes / 2 / 100e9), 1e-12);
+  // 8 replicas need two nodes: 2(n-1) steps of grad/n over the 12.5 GB/s NIC.
+  plan.stages[0].replicas.assign(8, {"A100-40", "z", 1});
+  const auto across = fp::evaluate(plan, m, ctx);
+  EXPECT_NEAR(across.stages[0].timing.dp_sync_s, 2.0 * 7 * (20e-6 + grad_bytes / 8 / 12.5e9), 1e-12);
+  // 2 replicas of TP 4 (8 GPUs) also span two nodes.
+  plan.stages[0].tp = 4;
+  plan.stages[0].replicas.assign(2, {"A100-40", "z", 4});
+  const double grad4 = 4.0 * static_cast<double>(fp::stage_params_per_rank(m, 0, m.num_blocks(), 4));
+  EXPECT_NEAR(fp::evaluate(plan, m, ctx).stages[0].timing.dp_sync_s,
+              2.0 * (20e-6 + grad4 / 2 / (12.5e9 / 4)), 1e-12);
+}
+
+// FlashAttention applies per replica's GPU: an A100 rank drops the scores, a V100 rank of the
+// same stage keeps them (no FlashAttention-2 on Volta), exactly as with materialised attention.
+TEST(TimeModel, FlashAttentionOnlyOnGpusThatRunIt) {
+  const auto m = *fp::find_preset("opt-350m");
+  const auto catalog = fp::builtin_gpu_catalog();
+  fp::ComputeModel compute;
+  const fp::NetworkModel net = fp::default_network_model();
+  const fp::EvalContext ctx{&catalog, &compute, &net};
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 8;
+  plan.stages = {{0, m.num_blocks(), 1, {{"A100-40", "z", 1}, {"V100-16", "z", 1}}}};
+  const auto materialized = fp::evaluate(plan, m, ctx);
+  plan.options.flash_attention = true;
+  const auto flash = fp::evaluate(plan, m, ctx);
+  ASSERT_EQ(flash.ranks.size(), 2u);
+  // 24 layers x (5 B x 16 x 2048^2 scores - 4 B x 16 x 2048 logsumexp), 1 in flight, plus the
+  // allocator fraction on those bytes.
+  const double saved = 24 * (5.0 * 16 * 2048 * 2048 - 4.0 * 16 * 2048);
+  EXPECT_NEAR(static_cast<double>(materialized.ranks[0].memory.activations_bytes - flash.ranks[0].memory.activations_bytes),
+              saved, 24.0);
+  EXPECT_EQ(flash.ranks[1].memory.peak_bytes, materialized.ranks[1].memory.peak_bytes);
+  EXPECT_LT(flash.ranks[0].memory.peak_bytes, materialized.ranks[0].memory.peak_bytes);
+}
