@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -31,6 +32,26 @@ bool to_double(const std::string& s, double& v) {
   return end && *end == '\0' && std::isfinite(v);
 }
 
+// GPU counts are whole numbers; anything above this is a typo, and casting it to int would be
+// undefined behaviour.
+constexpr double kMaxGpuCount = 1 << 20;
+
+bool to_gpu_count(const std::string& s, double& v) {
+  return to_double(s, v) && v == std::floor(v) && v >= 0 && v <= kMaxGpuCount;
+}
+
+// Opens `path` for reading, or says in one line why not. A directory is refused by name: an
+// ifstream opens one without complaint and then reads nothing.
+std::string open_input(const std::string& path, const std::string& what, const std::string& flag,
+                       std::ifstream& in) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return what + " " + path + " is a directory: give a file (" + flag + " FILE)";
+  in.open(path);
+  if (!in) return "cannot read " + what + " " + path + ": check the path (" + flag + " FILE)";
+  return {};
+}
+
 int column(const std::vector<std::string>& header, const std::string& name) {
   auto it = std::find(header.begin(), header.end(), name);
   return it == header.end() ? -1 : static_cast<int>(it - header.begin());
@@ -40,11 +61,9 @@ int column(const std::vector<std::string>& header, const std::string& name) {
 
 TraceLoad load_trace(const std::string& path) {
   TraceLoad out;
-  std::ifstream in(path);
-  if (!in) {
-    out.error = "cannot read trace " + path + ": check the path (--trace FILE)";
-    return out;
-  }
+  std::ifstream in;
+  out.error = open_input(path, "trace", "--trace", in);
+  if (!out.error.empty()) return out;
   std::string line;
   if (!std::getline(in, line)) {
     out.error = "trace " + path + " is empty: expected a CSV header";
@@ -85,15 +104,15 @@ TraceLoad load_trace(const std::string& path) {
     const auto cells = split_csv(line);
     auto cell = [&](int c) { return c < static_cast<int>(cells.size()) ? cells[c] : std::string(); };
     double gpus = 0, submit = 0, dur = 0;
-    if (!to_double(cell(c_gpu), gpus) || !to_double(cell(c_submit), submit)) {
+    if (!to_gpu_count(cell(c_gpu), gpus) || !to_double(cell(c_submit), submit)) {
       out.error = "trace " + path + " line " + std::to_string(line_no) +
-                  ": num_gpu and the submission time must be numbers";
+                  ": num_gpu must be a whole number in [0, 2^20] and the submission time a number";
       return out;
     }
     if (elasticflow) {
-      if (!to_double(cell(c_dur), dur) || dur < 0 || gpus < 0) {
+      if (!to_double(cell(c_dur), dur) || dur < 0) {
         out.error = "trace " + path + " line " + std::to_string(line_no) +
-                    ": duration must be a number >= 0 and num_gpu >= 0";
+                    ": duration must be a number >= 0";
         return out;
       }
     } else {
@@ -128,11 +147,9 @@ TraceLoad load_trace(const std::string& path) {
 
 ClusterLoad load_cluster(const std::string& path) {
   ClusterLoad out;
-  std::ifstream in(path);
-  if (!in) {
-    out.error = "cannot read cluster " + path + ": check the path (--cluster FILE)";
-    return out;
-  }
+  std::ifstream in;
+  out.error = open_input(path, "cluster", "--cluster", in);
+  if (!out.error.empty()) return out;
   std::string first;
   std::getline(in, first);
   if (first.rfind("sn,", 0) == 0) {  // Alibaba node list
@@ -144,10 +161,18 @@ ClusterLoad load_cluster(const std::string& path) {
       return out;
     }
     std::string line;
+    int line_no = 1;
     while (std::getline(in, line)) {
+      ++line_no;
+      if (line.empty() || line == "\r") continue;
       const auto cells = split_csv(line);
       double g = 0;
-      if (c_gpu >= static_cast<int>(cells.size()) || !to_double(cells[c_gpu], g) || g < 1) continue;
+      if (c_gpu >= static_cast<int>(cells.size()) || !to_gpu_count(cells[c_gpu], g)) {
+        out.error = "cluster " + path + " line " + std::to_string(line_no) +
+                    ": gpu must be a whole number in [0, 2^20]";
+        return out;
+      }
+      if (g < 1) continue;
       SimNode n;
       n.name = c_sn >= 0 ? cells[c_sn] : "";
       n.gpu_type = c_model >= 0 && c_model < static_cast<int>(cells.size()) ? cells[c_model] : "";
@@ -184,7 +209,9 @@ std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double targ
   const double span = last > first ? last - first : 1.0;
   const double mean_demand = gpu_s / span;
   // Twice the largest job, so one large job cannot block the whole cluster by itself.
-  const int gpus = std::max(2 * largest, static_cast<int>(std::ceil(mean_demand / target_load)));
+  // Clamped before the cast: a tiny target_load would otherwise overflow int.
+  const double wanted = std::min(std::ceil(mean_demand / target_load), double{1 << 24});
+  const int gpus = std::max(2 * largest, static_cast<int>(wanted));
   const int n = std::max(1, (gpus + gpus_per_node - 1) / gpus_per_node);
   std::vector<SimNode> nodes(n);
   for (int i = 0; i < n; ++i) nodes[i] = {"auto-" + std::to_string(i), "H100-80", "a", gpus_per_node};

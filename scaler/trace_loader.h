@@ -11,6 +11,7 @@
 //   YAML   the planner's cluster.yaml (planner/cluster.h): `nodes: [{name, gpu, count, zone}]`
 //          (count = GPUs on that node) and/or `pools: [{gpu, nodes, gpus_per_node, zone}]`.
 //   Alibaba node list CSV `sn,cpu_milli,memory_mib,gpu,model`; nodes with 0 GPUs are dropped.
+// GPU counts (num_gpu, gpu) must be whole numbers in [0, 2^20]; anything else is an error.
 //   `auto:<trace>` is resolved by the caller with auto_cluster().
 // Guarantees: never throws; errors come back as one line naming the file, the line and the fix.
 #pragma once

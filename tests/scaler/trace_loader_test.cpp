@@ -59,6 +59,26 @@ TEST(ScalerTraceLoader, BadInputIsOneClearLine) {
   fs::remove(q);
 }
 
+TEST(ScalerTraceLoader, GpuCountsMustBeWholeAndBounded) {
+  // 2.5 GPUs used to be truncated to 2, and 1e12 cast to int (undefined behaviour).
+  for (const std::string gpus : {"2.5", "1e12", "-4", "nan"}) {
+    const auto p = write("gpus.csv", "job_id,submission_time,duration,num_gpu\nx,0,1," + gpus + "\n");
+    const auto err = load_trace(p.string()).error;
+    EXPECT_NE(err.find("line 2: num_gpu must be a whole number"), std::string::npos) << gpus << ": " << err;
+    fs::remove(p);
+  }
+  const auto nodes = write("nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,8,T4\nn1,1,1,eight,T4\n");
+  const auto c = load_cluster(nodes.string());
+  EXPECT_NE(c.error.find("line 3: gpu must be a whole number"), std::string::npos) << c.error;
+  fs::remove(nodes);
+}
+
+TEST(ScalerTraceLoader, DirectoryIsNamedAsSuch) {
+  const auto dir = fs::temp_directory_path();
+  EXPECT_NE(load_trace(dir.string()).error.find("is a directory"), std::string::npos);
+  EXPECT_NE(load_cluster(dir.string()).error.find("is a directory"), std::string::npos);
+}
+
 TEST(ScalerClusterLoader, YamlAndAlibabaNodeList) {
   const auto y = write("c.yaml",
                        "pools:\n"
