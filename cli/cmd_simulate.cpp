@@ -1,6 +1,9 @@
 // `flotilla simulate`: replay a job trace on a cluster under a scaling policy (the trace
 // simulator shell around flotilla::scaler). See docs/simulator.md.
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <cstdio>
 #include <cstdlib>
@@ -27,28 +30,43 @@ const char* kUsage =
     "  --trace     ElasticFlow CSV (job_id,submission_time,duration,num_gpu) or Alibaba GPU v2023\n"
     "              pod list\n"
     "  --cluster   YAML `nodes: [{count, gpus, gpu_type, zone}]`, the Alibaba node list CSV, or\n"
-    "              auto[:LOAD] (8-GPU nodes: mean demand / LOAD, default 0.6, and >= 2x the\n"
-    "              largest job)\n"
+    "              auto[:LOAD] (8-GPU nodes: mean demand / LOAD, default 0.6, LOAD >= 0.01, and\n"
+    "              >= 2x the largest job)\n"
     "  --models    elastic jobs' models: table2 (FlexTrain Table 2, type-agnostic tables) or\n"
     "              planner (dense presets, one scale table per GPU type from the planner's time and\n"
     "              memory model); auto = planner on a cluster with several GPU types\n"
     "  --plot      also runs all four policies at 10/20/40/60 % elastic and writes a figure like\n"
     "              FlexTrain Fig. 11 (needs gnuplot)\n";
 
+// Finite numbers only: strtod also reads "nan" and "inf", which slip past every range check.
 bool parse_number(const std::string& s, double& out) {
   char* end = nullptr;
   out = std::strtod(s.c_str(), &end);
-  return !s.empty() && end && *end == '\0';
+  return !s.empty() && end && *end == '\0' && std::isfinite(out);
+}
+
+// A whole number in [lo, hi]; casting a larger double to an integer is undefined behaviour.
+bool parse_whole(const std::string& s, double lo, double hi, double& out) {
+  return parse_number(s, out) && out == std::floor(out) && out >= lo && out <= hi;
 }
 
 bool parse_node_event(const std::string& s, bool join, NodeEvent& e) {
   const auto colon = s.find(':');
   double t = 0, idx = 0;
-  if (colon == std::string::npos || !parse_number(s.substr(0, colon), t) ||
-      !parse_number(s.substr(colon + 1), idx) || idx < 0)
+  if (colon == std::string::npos || !parse_number(s.substr(0, colon), t) || t < 0 ||
+      !parse_whole(s.substr(colon + 1), 0, INT_MAX, idx))
     return false;
   e = {t, static_cast<int>(idx), join};
   return true;
+}
+
+bool is_flag_with_value(const std::string& a) {
+  static const char* const kFlags[] = {"--trace",      "--cluster",          "--plot",
+                                       "--policy",     "--elastic-fraction", "--seed",
+                                       "--consistency", "--min-gpus",        "--p-th",
+                                       "--window-h",   "--cap-factor",       "--models",
+                                       "--lose-node",  "--join-node"};
+  return std::find(std::begin(kFlags), std::end(kFlags), a) != std::end(kFlags);
 }
 
 nlohmann::json metrics_json(const SimMetrics& m) {
@@ -93,6 +111,7 @@ int run(const std::vector<std::string>& args) {
       json = true;
       continue;
     }
+    if (!is_flag_with_value(a)) return bad("unknown option '" + a + "' (see --help)");
     if (i + 1 >= args.size()) return bad(a + " needs a value (see --help)");
     const std::string v = args[++i];
     double x = 0;
@@ -108,13 +127,15 @@ int run(const std::vector<std::string>& args) {
         return bad("--elastic-fraction must be a number in [0, 1], got '" + v + "'");
       opt.elastic_fraction = x;
     } else if (a == "--seed") {
-      if (!parse_number(v, x) || x < 0) return bad("--seed must be a non-negative integer");
+      if (!parse_whole(v, 0, 9007199254740992.0, x))  // 2^53: every integer up to it is exact
+        return bad("--seed must be a whole number in [0, 2^53], got '" + v + "'");
       opt.seed = static_cast<std::uint64_t>(x);
     } else if (a == "--consistency") {
       if (v != "strict" && v != "relaxed") return bad("--consistency is strict or relaxed");
       opt.table.consistency = v == "strict" ? Consistency::strict : Consistency::relaxed;
     } else if (a == "--min-gpus") {
-      if (!parse_number(v, x) || x < 1) return bad("--min-gpus must be >= 1");
+      if (!parse_whole(v, 1, INT_MAX, x))
+        return bad("--min-gpus must be a whole number >= 1, got '" + v + "'");
       opt.min_gpus = static_cast<int>(x);
     } else if (a == "--p-th") {
       if (!parse_number(v, x) || x <= 0 || x >= 1) return bad("--p-th must be in (0, 1)");
@@ -132,7 +153,8 @@ int run(const std::vector<std::string>& args) {
     } else if (a == "--lose-node" || a == "--join-node") {
       NodeEvent e;
       if (!parse_node_event(v, a == "--join-node", e))
-        return bad(a + " takes TIME_S:NODE_INDEX, got '" + v + "'");
+        return bad(a + " takes TIME_S:NODE_INDEX (time >= 0, index a whole number >= 0), got '" +
+                   v + "'");
       opt.node_events.push_back(e);
     } else {
       return bad("unknown option '" + a + "' (see --help)");
@@ -143,10 +165,11 @@ int run(const std::vector<std::string>& args) {
   if (!trace.error.empty()) return bad(trace.error), 1;
   if (trace.jobs.empty()) return bad("trace " + trace_path + " has no GPU jobs"), 1;
   std::vector<SimNode> nodes;
-  if (cluster_spec.rfind("auto", 0) == 0) {
+  // Only `auto` and `auto:LOAD`: a cluster file named e.g. auto.yaml is a file.
+  if (cluster_spec == "auto" || cluster_spec.rfind("auto:", 0) == 0) {
     double load = 0.6;
-    if (cluster_spec.size() > 5 && (!parse_number(cluster_spec.substr(5), load) || load <= 0))
-      return bad("--cluster auto:LOAD needs LOAD > 0, got '" + cluster_spec + "'");
+    if (cluster_spec.size() > 4 && (!parse_number(cluster_spec.substr(5), load) || load < 0.01))
+      return bad("--cluster auto:LOAD needs a number LOAD >= 0.01, got '" + cluster_spec + "'");
     nodes = auto_cluster(trace.jobs, load);
   } else {
     auto c = load_cluster(cluster_spec);

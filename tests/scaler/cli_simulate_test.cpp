@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -22,9 +23,10 @@ struct Run {
   std::string out;
 };
 
-Run run(const std::string& args) {
+Run run(const std::string& args, const fs::path& cwd = {}) {
   Run r;
-  const std::string cmd = kBinary.string() + " simulate " + args + " 2>&1";
+  const std::string cd = cwd.empty() ? "" : "cd '" + cwd.string() + "' && ";
+  const std::string cmd = cd + kBinary.string() + " simulate " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -102,4 +104,39 @@ TEST(ScalerCliSimulate, AlibabaPodsOnTypedNodesByHand) {
   EXPECT_NE(r.out.find("--models is auto, table2 or planner"), std::string::npos) << r.out;
   fs::remove(pods);
   fs::remove(nodes);
+}
+
+TEST(ScalerCliSimulate, GarbledNumbersAndStrayWordsAreOneLine) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
+  const auto trace = write("g.csv", "job_id,submission_time,duration,num_gpu\nA,0,100,8\n");
+  const std::string t = "--trace " + trace.string() + " ";
+  // nan passed every range check; 1.5 and 1e300 were cast to integers (the latter undefined).
+  const std::pair<std::string, std::string> cases[] = {
+      {"--elastic-fraction nan", "--elastic-fraction must be a number in [0, 1]"},
+      {"--p-th nan", "--p-th must be in (0, 1)"},
+      {"--window-h inf", "--window-h must be > 0 hours"},
+      {"--seed 1.5", "--seed must be a whole number"},
+      {"--min-gpus 1e300", "--min-gpus must be a whole number >= 1"},
+      {"--lose-node 10:1e20", "--lose-node takes TIME_S:NODE_INDEX"},
+      {"--join-node -5:0", "--join-node takes TIME_S:NODE_INDEX"},
+      {"--cluster auto:0", "--cluster auto:LOAD needs a number LOAD >= 0.01"},
+      {"static", "unknown option 'static'"},  // a stray word, not "static needs a value"
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run(t + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  // A cluster file whose name starts with "auto", given relative to the working directory, is a
+  // file, not auto:LOAD.
+  const auto dir = fs::temp_directory_path() / ("flotilla_cli_sim_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto cluster = dir / "auto.yaml";
+  std::ofstream(cluster) << "pools:\n  - {gpu: H100-80, nodes: 3, gpus_per_node: 8}\n";
+  const auto r = run(t + "--cluster auto.yaml --policy static --json", dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["cluster_gpus"], 24);
+  fs::remove_all(dir);
+  fs::remove(trace);
 }
