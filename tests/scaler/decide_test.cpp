@@ -4,23 +4,13 @@
 #include <cmath>
 
 #include "scaler/decide.h"
+#include "test_models.h"
 
 using namespace flotilla::scaler;
 
 namespace {
 ScaleTable table() {
-  ScaleTable t;
-  t.initial = {1, 2, 1, 8};
-  t.cap_gpus = 32;
-  for (auto [g, s] : std::vector<std::pair<int, double>>{{8, 0.55}, {16, 1.0}, {24, 1.4}, {32, 1.8}}) {
-    ScaleEntry e;
-    e.gpus = g;
-    e.config = {1, g / 8, 1, 8};
-    e.speedup = s;
-    e.modeled_speedup = s;
-    t.entries.push_back(e);
-  }
-  return t;
+  return test_models::hand_table({{8, 0.55}, {16, 1.0}, {24, 1.4}, {32, 1.8}}, 16, 32);
 }
 }  // namespace
 

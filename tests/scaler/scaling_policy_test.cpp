@@ -5,24 +5,14 @@
 #include <cmath>
 
 #include "scaler/scaling_policy.h"
+#include "test_models.h"
 
 using namespace flotilla::scaler;
 
 namespace {
 // A hand-written table: initial 8 GPUs, entries at 8/16/24/32 with the given speedups.
 ScaleTable table(std::vector<std::pair<int, double>> entries, int initial = 8, int cap = 32) {
-  ScaleTable t;
-  t.initial = {1, initial / 8, 1, 8};
-  t.cap_gpus = cap;
-  for (auto [g, s] : entries) {
-    ScaleEntry e;
-    e.gpus = g;
-    e.config = {1, g / 8, 1, 8};
-    e.speedup = s;
-    e.modeled_speedup = s;
-    t.entries.push_back(e);
-  }
-  return t;
+  return test_models::hand_table(entries, initial, cap);
 }
 }  // namespace
 

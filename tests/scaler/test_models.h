@@ -1,7 +1,11 @@
 // Hand-checkable models shared by the scaler tests.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "scaler/elastic_model.h"
+#include "scaler/scale_table.h"
 
 namespace flotilla::scaler::test_models {
 
@@ -19,6 +23,24 @@ inline ElasticModel uniform_model(int layers = 8, int batch = 8,
   m.embedding_cost_factor = 0.0;
   m.gpu_memory_bytes = 1e12;
   return m;
+}
+
+// A hand-written scale table: layouts dp1/pp(g/8)/tp1/cp8 at the given (GPUs, speedup) entries,
+// starting at `initial` GPUs and capped at `cap` GPUs.
+inline ScaleTable hand_table(const std::vector<std::pair<int, double>>& entries, int initial = 8,
+                             int cap = 32) {
+  ScaleTable t;
+  t.initial = {1, initial / 8, 1, 8};
+  t.cap_gpus = cap;
+  for (auto [g, s] : entries) {
+    ScaleEntry e;
+    e.gpus = g;
+    e.config = {1, g / 8, 1, 8};
+    e.speedup = s;
+    e.modeled_speedup = s;
+    t.entries.push_back(e);
+  }
+  return t;
 }
 
 }  // namespace flotilla::scaler::test_models
