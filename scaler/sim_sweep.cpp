@@ -83,7 +83,7 @@ std::string plot_sweep(const SweepResult& sweep, const std::string& png_path) {
   const fs::path gp = fs::path(png_path).replace_extension(".gp");
   {
     std::ofstream d(dat);
-    if (!d) return "cannot write " + dat.string();
+    if (!d) return "cannot write " + dat.string() + ": check that its directory is writable";
     d << "# fraction static_jct greedy_jct elasticflow_jct flextrain_jct static_q greedy_q "
          "elasticflow_q flextrain_q\n";
     std::map<double, std::map<int, const SweepPoint*>> rows;
@@ -98,7 +98,7 @@ std::string plot_sweep(const SweepResult& sweep, const std::string& png_path) {
   }
   {
     std::ofstream g(gp);
-    if (!g) return "cannot write " + gp.string();
+    if (!g) return "cannot write " + gp.string() + ": check that its directory is writable";
     g << "set terminal pngcairo size 1100,420 noenhanced\n"
       << "set output '" << png_path << "'\n"
       << "set multiplot layout 1,2 title '" << sweep.label << " (normalised to static)'\n"

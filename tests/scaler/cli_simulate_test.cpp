@@ -121,6 +121,8 @@ TEST(ScalerCliSimulate, GarbledNumbersAndStrayWordsAreOneLine) {
       {"--join-node -5:0", "--join-node takes TIME_S:NODE_INDEX"},
       {"--cluster auto:0", "--cluster auto:LOAD needs a number LOAD >= 0.01"},
       {"static", "unknown option 'static'"},  // a stray word, not "static needs a value"
+      // Refused before the sweep's simulations run, not after.
+      {"--plot /nonexistent-dir/fig.png", "directory /nonexistent-dir does not exist"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run(t + args);
