@@ -6,7 +6,6 @@
 #include <cmath>
 #include <map>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -162,14 +161,9 @@ int run(const std::vector<std::string>& args) {
     }
   }
   if (trace_path.empty()) return bad("--trace FILE is required (see --help)");
-  if (!plot_path.empty()) {
-    // Checked now, not after the sweep's 16 simulations have run.
-    std::error_code ec;
-    const auto dir = std::filesystem::path(plot_path).parent_path();
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-      return bad("--plot " + plot_path + ": directory " + dir.string() +
-                 " does not exist; create it or give another path");
-  }
+  // Checked now, not after the sweep's 16 simulations have run.
+  if (!plot_path.empty())
+    if (const auto err = plot_path_error(plot_path); !err.empty()) return bad("--plot: " + err);
   const auto trace = load_trace(trace_path);
   if (!trace.error.empty()) return bad(trace.error), 1;
   if (trace.jobs.empty()) return bad("trace " + trace_path + " has no GPU jobs"), 1;

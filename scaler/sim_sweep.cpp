@@ -77,8 +77,21 @@ void print_sweep_summary(const std::vector<SweepResult>& sweeps, std::FILE* out)
   }
 }
 
+std::string plot_path_error(const std::string& png_path) {
+  // The path is quoted with ' for gnuplot and the shell; a ' inside it would end the quote.
+  if (png_path.find('\'') != std::string::npos)
+    return "plot path " + png_path + " contains a single quote; give a path without one";
+  std::error_code ec;
+  const auto dir = std::filesystem::path(png_path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    return "plot path " + png_path + ": directory " + dir.string() +
+           " does not exist; create it or give another path";
+  return "";
+}
+
 std::string plot_sweep(const SweepResult& sweep, const std::string& png_path) {
   namespace fs = std::filesystem;
+  if (auto err = plot_path_error(png_path); !err.empty()) return err;
   const fs::path dat = fs::path(png_path).replace_extension(".dat");
   const fs::path gp = fs::path(png_path).replace_extension(".gp");
   {
@@ -114,7 +127,8 @@ std::string plot_sweep(const SweepResult& sweep, const std::string& png_path) {
          "title 'ElasticFlow', '' using 9 title 'FlexTrain'\n"
       << "unset multiplot\n";
   }
-  const std::string cmd = "gnuplot '" + gp.string() + "' 2>&1";
+  // gnuplot's chatter goes to stderr: stdout may carry --json.
+  const std::string cmd = "gnuplot '" + gp.string() + "' 1>&2";
   if (std::system(cmd.c_str()) != 0)
     return "gnuplot failed (is gnuplot installed? Debian: gnuplot-nox); data left in " + dat.string();
   return "";

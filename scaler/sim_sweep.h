@@ -36,7 +36,12 @@ SweepResult run_fig11_sweep(const std::vector<TraceJob>& trace, const std::vecto
 void print_sweep(const SweepResult& sweep, std::FILE* out);
 // Geometric means of the normalised numbers over several sweeps, per policy and fraction.
 void print_sweep_summary(const std::vector<SweepResult>& sweeps, std::FILE* out);
-// Two-panel PNG like FlexTrain Fig. 11 via gnuplot; returns an error line or "".
+// Why a figure cannot be written to png_path (its directory is missing, or it holds a ' that
+// would break gnuplot's quoting), or "" if it looks writable. plot_sweep checks it too; callers
+// check it before running the sweep.
+std::string plot_path_error(const std::string& png_path);
+// Two-panel PNG like FlexTrain Fig. 11 via gnuplot (its messages go to stderr); returns an error
+// line or "".
 std::string plot_sweep(const SweepResult& sweep, const std::string& png_path);
 
 }  // namespace flotilla::scaler

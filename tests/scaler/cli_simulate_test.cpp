@@ -123,6 +123,7 @@ TEST(ScalerCliSimulate, GarbledNumbersAndStrayWordsAreOneLine) {
       {"static", "unknown option 'static'"},  // a stray word, not "static needs a value"
       // Refused before the sweep's simulations run, not after.
       {"--plot /nonexistent-dir/fig.png", "directory /nonexistent-dir does not exist"},
+      {"--plot \"/tmp/it's.png\"", "contains a single quote"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run(t + args);
