@@ -1,5 +1,7 @@
 #include "scaler/scale_table.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 
 #include "scaler/modeling_predictor.h"
@@ -54,9 +56,11 @@ ScaleTableResult build_scale_table(const ElasticModel& model, const ScaleTablePa
                 " is infeasible by hyper-parameters";
     return out;
   }
+  // Clamped before the cast: a huge cap_factor would overflow int (undefined behaviour).
   const int cap = params.cap_gpus > 0
                       ? params.cap_gpus
-                      : static_cast<int>(params.cap_factor * initial.gpus() + 0.5);
+                      : static_cast<int>(std::min(params.cap_factor * initial.gpus() + 0.5,
+                                                  double{std::numeric_limits<int>::max()}));
 
   std::vector<int> dps;
   if (params.consistency == Consistency::strict) {

@@ -1,6 +1,8 @@
 // §4.4.4 filtering on hand-made candidates, and scale tables built from models.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tests/scaler/test_models.h"
 #include "scaler/scale_table.h"
 
@@ -81,6 +83,20 @@ TEST(ScalerScaleTable, StrictKeepsDpTpCpAndHandComputedSpeedups) {
     EXPECT_GT(e.speedup, last);
     last = e.speedup;
   }
+}
+
+TEST(ScalerScaleTable, AHugeCapFactorIsNoCapNotAnOverflow) {
+  // uniform_model has 8 layers at pp2: a strict table cannot pass pp8 = 8 GPUs, which is also
+  // the default cap (4 x 2), so an unbounded cap gives the default table's entries.
+  ScaleTableParams p;
+  p.cap_factor = 1e308;
+  const auto r = build_scale_table(uniform_model(), p);
+  const auto d = build_scale_table(uniform_model(), {});
+  ASSERT_TRUE(r.table && d.table) << r.error << d.error;
+  EXPECT_EQ(r.table->cap_gpus, std::numeric_limits<int>::max());
+  ASSERT_EQ(r.table->entries.size(), d.table->entries.size());
+  for (size_t i = 0; i < d.table->entries.size(); ++i)
+    EXPECT_EQ(r.table->entries[i].gpus, d.table->entries[i].gpus);
 }
 
 TEST(ScalerScaleTable, RelaxedScalesDpOnlyWhereTheBatchDivides) {
