@@ -141,7 +141,9 @@ int run(const std::vector<std::string>& args) {
       if (!parse_number(v, x) || x <= 0 || x >= 1) return bad("--p-th must be in (0, 1)");
       opt.benefit.threshold_probability = x;
     } else if (a == "--window-h") {
-      if (!parse_number(v, x) || x <= 0) return bad("--window-h must be > 0 hours");
+      // 1e308 hours passes as a number but is infinite in seconds.
+      if (!parse_number(v, x) || x <= 0 || !std::isfinite(x * 3600))
+        return bad("--window-h must be a number of hours > 0, got '" + v + "'");
       opt.window_s = x * 3600;
     } else if (a == "--cap-factor") {
       if (!parse_number(v, x) || x < 1) return bad("--cap-factor must be >= 1");

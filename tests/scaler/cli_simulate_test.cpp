@@ -114,7 +114,8 @@ TEST(ScalerCliSimulate, GarbledNumbersAndStrayWordsAreOneLine) {
   const std::pair<std::string, std::string> cases[] = {
       {"--elastic-fraction nan", "--elastic-fraction must be a number in [0, 1]"},
       {"--p-th nan", "--p-th must be in (0, 1)"},
-      {"--window-h inf", "--window-h must be > 0 hours"},
+      {"--window-h inf", "--window-h must be a number of hours > 0"},
+      {"--window-h 1e308", "--window-h must be a number of hours > 0"},
       {"--seed 1.5", "--seed must be a whole number"},
       {"--min-gpus 1e300", "--min-gpus must be a whole number >= 1"},
       {"--lose-node 10:1e20", "--lose-node takes TIME_S:NODE_INDEX"},
