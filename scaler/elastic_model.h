@@ -9,8 +9,9 @@
 //   dense bf16 peak 989 TFLOP/s * 40 % MFU), backward = 2x forward; static bytes per layer per
 //   GPU = 4 bytes per parameter (bf16 weights + grads) plus 12 (fp32 master + Adam m,v) sharded
 //   over DP x CP (Megatron's distributed optimizer), all over EP x TP shards; see
-//   docs/scaler.md. They stand in for the planner's per-layer profile until the scaler is wired to
-//   flotilla::planner's time model.
+//   docs/scaler.md. Dense planner presets use the planner's time and memory model instead
+//   (planner_predictor.h); these estimates remain for the Table-2 MoE jobs, which the planner
+//   cannot model (no MoE, no context parallelism).
 // Caveats: MoE routing imbalance, EP all-to-all and CP ring attention costs are folded into the
 //   MFU, not modelled.
 #pragma once
