@@ -9,7 +9,7 @@
 // The initial layout (speedup 1 under both predictors) is the starting "previous" and "last
 // kept" point.
 // Guarantees: pure; every dropped candidate carries the rule that dropped it; kept speedups are
-//   strictly increasing.
+//   strictly increasing when min_marginal_gain > 0 (the default; at 0 equal speedups pass rule 3).
 // Caveats: "previous result" in rule (1) is the previous candidate evaluated (kept or not), which
 //   is how we read "relative to their respective previous results".
 #pragma once
