@@ -169,6 +169,22 @@ TEST_F(CheckpointErrors, CheckpointDirThatIsAFileIsRefusedByRunAndRelaunch) {
   }
 }
 
+// A log file in a folder that does not exist used to fail inside rank 0 after the launch
+// (three lines, exit 1); it is refused before starting.
+TEST_F(CheckpointErrors, UnwritableLogFilesAreRefusedBeforeStarting) {
+  const auto nowhere = (dir_ / "no_such_folder" / "x.txt").string();
+  expect_one_line_errors({
+      {"--progress " + nowhere, "--progress '" + nowhere + "' cannot be opened for writing"},
+  });
+  auto r = run_command(worker_binary() + " run --model tiny --steps 1 --data " + data_.string() +
+                       " --checkpoint-dir " + (dir_ / "ck").string() + " --loss-log " + nowhere);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--loss-log '" + nowhere + "' cannot be opened for writing"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "ck" / "step_00000001"));
+}
+
 TEST_F(CheckpointErrors, RelaunchWithNothingRunningStartsTheJob) {
   auto r = run_command(worker_binary() + " relaunch --model tiny --steps 1 --data " +
                        data_.string() + " --checkpoint-dir " + (dir_ / "ck").string());

@@ -1,5 +1,6 @@
 #include "worker/runtime/launcher.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 #include "worker/model/backend.h"
@@ -40,6 +42,18 @@ std::string prepare_checkpoint_dir(const std::string& dir) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return "--checkpoint-dir '" + dir + "' is not writable (" + std::strerror(errno) +
            "); pass a folder you can write";
+  return {};
+}
+
+// The ranks append to (progress) or rewrite (loss log) these files; opening one here without
+// truncating it turns a missing folder into one line before any rank starts.
+std::string check_output_file(const std::string& flag, const std::string& path) {
+  if (path.empty() || (flag == "--progress" && path == "-")) return {};
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return flag + " '" + path + "' cannot be opened for writing (" + std::strerror(errno) +
+           "); pass a file in an existing folder you can write";
+  ::close(fd);
   return {};
 }
 
@@ -89,6 +103,9 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
     rank_options.comm = "tcp";
   }
   if (std::string e = prepare_checkpoint_dir(options.checkpoint_dir); !e.empty()) return fail(e, 2);
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--loss-log", options.loss_log},
+                                   {"--progress", options.progress}})
+    if (std::string e = check_output_file(flag, path); !e.empty()) return fail(e, 2);
   if (mode == "relaunch") {
     pid_t stopped = 0;
     bool stopped_in_time = false;
