@@ -122,6 +122,9 @@ TEST_F(CheckpointErrors, NegativeCountsAndNonFiniteNumbersAreOneLineErrors) {
       {"--virtual-shards -1", "--virtual-shards must be at least 1"},
       {"--layers -1", "num_layers must be >= 1 (got -1)"},
       {"--seq-len 0", "seq_len must be >= 1 (got 0)"},
+      // 4 x 65536^2 elements in the MLP matrix: int shapes would overflow (was std::bad_alloc
+      // or worse inside the rank).
+      {"--hidden 65536 --heads 1", "more than a tensor can index (2^31 - 1)"},
       {"--lr nan", "--lr 'nan' is not a valid number"},
       {"--grad-clip inf", "--grad-clip 'inf' is not a valid number"},
       {"--lr -1", "--lr must be a positive number"},
