@@ -18,6 +18,10 @@ int main(int argc, char** argv) {
   }
   std::string mode = args[0];
   args.erase(args.begin());
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::printf("usage: %s\n", job_usage().c_str());
+    return 0;
+  }
   if (mode == "run" || mode == "relaunch") return launcher_main(mode, args);
   if (mode == "rank") return rank_main(args);
   std::fprintf(stderr, "flotilla-worker: error: unknown command '%s'; usage: %s\n", mode.c_str(),

@@ -3,6 +3,7 @@
 // rank), checkpoint files.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -444,6 +445,13 @@ TEST(RuntimeRunSummary, RoundTripsAndSaysHowFarTheRunGot) {
             "finished: 6 steps this run (steps 4..9 of 10), last complete checkpoint at step 10, "
             "2048 tokens/s while training, 1024 tokens/s over 3.0 s wall, last loss 2.7183");
   EXPECT_FALSE(std::filesystem::exists(run_summary_path(dir).string() + ".tmp"));
+  // A diverged run: NaN is written as JSON null and must not make the launcher throw.
+  write_run_summary(dir, 0, 3, 768.0, 0.5, std::nan(""));
+  auto diverged = read_run_summary(dir);
+  ASSERT_TRUE(diverged.has_value());
+  EXPECT_TRUE(std::isnan(diverged->last_loss));
+  EXPECT_EQ(diverged->steps_completed, 3);
+  EXPECT_NE(summary_line(diverged, 3, 3, 1.0, true).find("last loss nan"), std::string::npos);
 }
 
 TEST(RuntimeCheckpoint, UnitFileRoundTripsAndCorruptionIsNamed) {

@@ -1,6 +1,8 @@
 #include "worker/model/config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "worker/model/unit.h"
@@ -23,6 +25,15 @@ std::string validate(const GPTConfig& c) {
            std::to_string(c.heads) + ")";
   if (c.seq_len < 1) return "seq_len must be >= 1 (got " + std::to_string(c.seq_len) + ")";
   if (c.vocab < 2) return "vocab must be >= 2 (got " + std::to_string(c.vocab) + ")";
+  // Tensor shapes and element counts are ints in the ops; the largest weight matrix is
+  // C x 4C (MLP), V x C (embedding, LM head) or T x C (positions).
+  const long long C = c.hidden;
+  const long long largest = C * std::max({4 * C, static_cast<long long>(c.vocab),
+                                          static_cast<long long>(c.seq_len)});
+  if (largest > std::numeric_limits<int>::max())
+    return "the largest weight matrix would hold " + std::to_string(largest) +
+           " elements, more than a tensor can index (2^31 - 1); use a smaller hidden, vocab or "
+           "seq_len";
   return {};
 }
 

@@ -39,7 +39,8 @@ struct GPTConfig {
   bool operator==(const GPTConfig&) const = default;
 };
 
-// Empty string when the config is usable; otherwise one line saying what is wrong.
+// Empty string when the config is usable (positive sizes, hidden divisible by heads, every
+// weight matrix under 2^31 elements); otherwise one line saying what is wrong.
 std::string validate(const GPTConfig& config);
 
 // "tiny" (2 layers, 32 hidden, 2 heads, 32 seq), "small" (4 layers, 64 hidden, 4 heads,

@@ -41,13 +41,19 @@ DataLoader::DataLoader(const std::string& path, int seq_len, std::uint64_t seed)
     throw std::runtime_error("data file '" + path + "' cannot be opened: " +
                              std::strerror(errno) + "; pass an existing text file with --data");
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error("data file '" + path + "' is not a regular file (" +
+                             (S_ISDIR(st.st_mode) ? "a directory" : "cannot stat it") +
+                             "); pass a text file with --data");
+  }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ < static_cast<std::size_t>(seq_len) + 2) {
     ::close(fd);
     throw std::runtime_error("data file '" + path + "' has " + std::to_string(size_) +
                              " bytes; it needs at least seq_len + 2 = " +
-                             std::to_string(seq_len + 2));
+                             std::to_string(seq_len + 2) +
+                             "; pass a longer file or a smaller --seq-len");
   }
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);

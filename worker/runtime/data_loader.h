@@ -31,7 +31,8 @@ struct BatchGeometry {
 
 class DataLoader {
  public:
-  // Throws a one-line error when the file is missing, unreadable or shorter than seq_len + 2.
+  // Throws a one-line error when the file is missing, unreadable, not a regular file or
+  // shorter than seq_len + 2.
   DataLoader(const std::string& path, int seq_len, std::uint64_t seed);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;

@@ -1,6 +1,7 @@
 #include "worker/runtime/job_options.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -12,7 +13,7 @@ bool parse_number(const std::string& s, T& out) {
   if constexpr (std::is_floating_point_v<T>) {
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') return false;
+    if (s.empty() || *end != '\0' || !std::isfinite(v)) return false;
     out = static_cast<T>(v);
     return true;
   } else {
@@ -62,8 +63,13 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
       return {};
     }
   };
-  int dp_given = -1, v_given = -1, world_given = -1;
-  int layers = -1, hidden = -1, heads = -1, seq = -1;
+  // Flags whose absence means "derive it": a given value, even a negative one, is checked.
+  auto given = [&](const char* name) { return kv.count(name) > 0; };
+  const bool has_dp = given("dp"), has_v = given("virtual-shards"), has_world = given("world-size");
+  const bool has_layers = given("layers"), has_hidden = given("hidden"), has_heads = given("heads"),
+             has_seq = given("seq-len");
+  int dp_given = 1, v_given = 1, world_given = 1;
+  int layers = 0, hidden = 0, heads = 0, seq = 0;
   std::string err;
   for (auto e : {take("world-size", world_given), take("pp", o.pp), take("dp", dp_given),
                  take("partition", o.partition), take("model", o.model_name),
@@ -92,16 +98,17 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
     return "unknown --model '" + o.model_name + "'; presets: " + names;
   }
   o.model = *preset;
-  if (layers >= 0) o.model.num_layers = layers;
-  if (hidden >= 0) o.model.hidden = hidden;
-  if (heads >= 0) o.model.heads = heads;
-  if (seq >= 0) o.model.seq_len = seq;
+  if (has_layers) o.model.num_layers = layers;
+  if (has_hidden) o.model.hidden = hidden;
+  if (has_heads) o.model.heads = heads;
+  if (has_seq) o.model.seq_len = seq;
   if (std::string e = validate(o.model); !e.empty()) return "model: " + e;
-  o.dp = dp_given > 0 ? dp_given : 1;
-  if (dp_given == 0) return std::string("--dp must be at least 1");
-  o.geometry.virtual_shards = v_given > 0 ? v_given : o.dp;
-  if (v_given == 0) return std::string("--virtual-shards must be at least 1");
-  o.world_size = world_given > 0 ? world_given : o.pp * o.dp;
+  if (has_dp && dp_given < 1) return std::string("--dp must be at least 1");
+  o.dp = has_dp ? dp_given : 1;
+  if (has_v && v_given < 1) return std::string("--virtual-shards must be at least 1");
+  o.geometry.virtual_shards = has_v ? v_given : o.dp;
+  if (has_world && world_given < 1) return std::string("--world-size must be at least 1");
+  o.world_size = has_world ? world_given : o.pp * o.dp;
   if (o.data_path.empty()) return std::string("--data FILE is required (any text file)");
   if (o.checkpoint_dir.empty()) return std::string("--checkpoint-dir DIR is required");
   if (o.steps < 0) return std::string("--steps must be >= 0");
@@ -113,6 +120,10 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
     return "--comm '" + o.comm + "' is not auto, tcp or nccl";
   if (o.comm == "nccl" && o.backend == "cpu")
     return std::string("--comm nccl needs a CUDA backend (--backend cuda or cuda-tf32)");
+  if (!(o.train.lr > 0)) return std::string("--lr must be a positive number");
+  if (o.train.weight_decay < 0) return std::string("--weight-decay must be >= 0");
+  if (o.train.warmup_steps < 0 || o.train.total_steps < 0)
+    return std::string("--warmup-steps and --decay-steps must be >= 0");
   if (o.recv_timeout_s < 0 || o.connect_timeout_s < 0)
     return std::string("--recv-timeout and --connect-timeout must be positive seconds");
   auto layout = make_layout(o.world_size, o.pp, o.dp, o.model.num_units(), o.partition,

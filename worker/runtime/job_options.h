@@ -2,7 +2,8 @@
 //
 // Guarantees: parse_job_options() returns options whose model, batch geometry and layout are
 //   all valid, or a one-line error naming the flag and what to fix (impossible layouts, batch
-//   sizes that do not divide, unknown presets, missing values). to_args() renders options back
+//   sizes that do not divide, unknown presets, missing values, counts below 1 even for flags
+//   that have a derived default, non-finite numbers, a non-positive --lr). to_args() renders options back
 //   to flags that parse to the same options (the launcher passes them to each rank).
 // Assumes: flags are "--name value" pairs.
 // Caveats: does not touch the file system; the data file and checkpoints are checked later.

@@ -1,8 +1,15 @@
 #include "worker/runtime/launcher.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 #include "worker/model/backend.h"
@@ -21,6 +28,33 @@ namespace {
 int fail(const std::string& message, int code) {
   std::fprintf(stderr, "flotilla-worker: error: %s\n", message.c_str());
   return code;
+}
+
+// Creates the checkpoint folder if needed; empty when it is a folder this process can write,
+// else one line saying what is in the way.
+std::string prepare_checkpoint_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    return "--checkpoint-dir '" + dir + "' cannot be used as a folder (" +
+           (ec ? ec.message() : std::string("not a directory")) +
+           "); pass a folder path that is not a file and whose parent you can write";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "--checkpoint-dir '" + dir + "' is not writable (" + std::strerror(errno) +
+           "); pass a folder you can write";
+  return {};
+}
+
+// The ranks append to (progress) or rewrite (loss log) these files; opening one here without
+// truncating it turns a missing folder into one line before any rank starts.
+std::string check_output_file(const std::string& flag, const std::string& path) {
+  if (path.empty() || (flag == "--progress" && path == "-")) return {};
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return flag + " '" + path + "' cannot be opened for writing (" + std::strerror(errno) +
+           "); pass a file in an existing folder you can write";
+  ::close(fd);
+  return {};
 }
 
 }  // namespace
@@ -68,9 +102,19 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   } else {
     rank_options.comm = "tcp";
   }
+  if (std::string e = prepare_checkpoint_dir(options.checkpoint_dir); !e.empty()) return fail(e, 2);
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--loss-log", options.loss_log},
+                                   {"--progress", options.progress}})
+    if (std::string e = check_output_file(flag, path); !e.empty()) return fail(e, 2);
   if (mode == "relaunch") {
     pid_t stopped = 0;
-    if (!stop_running_job(options.checkpoint_dir, std::chrono::minutes(10), &stopped))
+    bool stopped_in_time = false;
+    try {
+      stopped_in_time = stop_running_job(options.checkpoint_dir, std::chrono::minutes(10), &stopped);
+    } catch (const std::exception& e) {
+      return fail(e.what(), 2);
+    }
+    if (!stopped_in_time)
       return fail("the running job on '" + options.checkpoint_dir +
                       "' did not stop within 10 minutes of SIGTERM",
                   1);

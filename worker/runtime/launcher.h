@@ -2,8 +2,10 @@
 //
 // Guarantees:
 //   - Validates everything it can before starting a process: the flags and layout, the data
-//     file, and that the newest complete checkpoint matches the job; each failure is one line
-//     on stderr and exit code 2.
+//     file, that the checkpoint folder is a writable folder (created if missing), that the
+//     --loss-log and --progress files can be opened for writing, and that the newest complete
+//     checkpoint is well-formed and matches the job; each failure is one line on stderr and
+//     exit code 2.
 //   - run: takes the checkpoint folder's JobLock (one launcher per job), spawns world-size
 //     copies of this binary as `rank` with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1,
 //     MASTER_PORT and LOCAL_RANK set (and, for a CUDA backend, CUDA_VISIBLE_DEVICES naming one

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 namespace flotilla::worker {
 
@@ -37,12 +39,23 @@ std::optional<RunSummary> read_run_summary(const std::filesystem::path& checkpoi
   ss << in.rdbuf();
   auto j = nlohmann::json::parse(ss.str(), nullptr, false);
   if (!j.is_object()) return std::nullopt;
+  // JSON has no NaN: a diverged run's loss is written as null, and reads back as NaN.
+  auto number = [&](const char* key, auto fallback) {
+    auto it = j.find(key);
+    using T = decltype(fallback);
+    if (it == j.end() || !it->is_number()) {
+      if constexpr (std::is_floating_point_v<T>)
+        return it != j.end() && it->is_null() ? std::numeric_limits<T>::quiet_NaN() : fallback;
+      return fallback;
+    }
+    return it->template get<T>();
+  };
   RunSummary s;
-  s.resumed_from_step = j.value("resumed_from_step", std::int64_t{0});
-  s.steps_completed = j.value("steps_completed", std::int64_t{0});
-  s.tokens_this_run = j.value("tokens_this_run", 0.0);
-  s.train_seconds = j.value("train_seconds", 0.0);
-  s.last_loss = j.value("last_loss", 0.0);
+  s.resumed_from_step = number("resumed_from_step", std::int64_t{0});
+  s.steps_completed = number("steps_completed", std::int64_t{0});
+  s.tokens_this_run = number("tokens_this_run", 0.0);
+  s.train_seconds = number("train_seconds", 0.0);
+  s.last_loss = number("last_loss", 0.0);
   return s;
 }
 

@@ -5,7 +5,9 @@
 //   - write_run_summary() (rank 0, after every step) replaces <checkpoint-dir>/run_summary.json
 //     atomically (temp file + rename, no fsync: it is a report, not state), so a reader sees
 //     the previous or the new step, never a torn file, even after a SIGKILL.
-//   - read_run_summary() returns nullopt when the file is absent or unreadable.
+//   - read_run_summary() returns nullopt when the file is absent or unreadable; a field that is
+//     missing or not a number reads as 0, except a null loss (a diverged run's NaN), which
+//     reads as NaN, so a diverged run still gets its summary line.
 //   - summary_line() is one line: steps done by this run (first..last of the job's total),
 //     the last complete checkpoint, tokens/s while training (sum of step times) and over the
 //     run's wall time (start-up, rendezvous, checkpoints included), and the last loss.

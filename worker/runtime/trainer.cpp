@@ -84,12 +84,44 @@ std::string first_difference(const std::string& section, const json& saved, cons
   return {};
 }
 
+// The fields resume() reads, with their types: a hand-edited or damaged meta.json is named as
+// such here rather than surfacing as a JSON library exception in a rank.
+std::string meta_structure_error(const json& meta, std::int64_t folder_step,
+                                 const std::filesystem::path& folder) {
+  const std::string corrupt = "checkpoint '" + folder.string() + "' has a corrupt meta.json: ";
+  const std::string fix = "; delete that folder to fall back to the previous one";
+  const auto step = meta.find("step");
+  if (step == meta.end() || !step->is_number_integer() || step->get<std::int64_t>() != folder_step)
+    return corrupt + "\"step\" is " + (step == meta.end() ? "missing" : step->dump()) +
+           ", the folder is step " + std::to_string(folder_step) + fix;
+  const auto units = meta.find("units");
+  if (units == meta.end() || !units->is_array())
+    return corrupt + "\"units\" is not a list of unit files" + fix;
+  for (std::size_t i = 0; i < units->size(); ++i) {
+    const json& u = (*units)[i];
+    const bool ok = u.is_object() && u.contains("unit") && u["unit"].is_number_unsigned() &&
+                    u["unit"].get<std::uint64_t>() == i && u.contains("file") &&
+                    u["file"].is_string() && u.contains("bytes") &&
+                    u["bytes"].is_number_unsigned() && u.contains("crc32") &&
+                    u["crc32"].is_number_unsigned() &&
+                    u["crc32"].get<std::uint64_t>() <= 0xffffffffULL &&
+                    u.contains("param_count") && u["param_count"].is_number_unsigned();
+    if (!ok)
+      return corrupt + "units[" + std::to_string(i) + "] is not {unit: " + std::to_string(i) +
+             ", file, bytes, crc32, param_count}" + fix;
+  }
+  return {};
+}
+
 std::string compatibility_error(const json& meta, const JobOptions& o,
-                                const std::filesystem::path& folder) {
+                                const std::filesystem::path& folder, std::int64_t folder_step) {
   const std::string fix = "; resume with the same model and batch settings, or start fresh "
                           "with another --checkpoint-dir";
   if (!meta.contains("format") || meta["format"] != "flotilla-worker-checkpoint/1")
-    return "checkpoint '" + folder.string() + "' is not a flotilla-worker checkpoint (format)";
+    return "checkpoint '" + folder.string() + "' is not a flotilla-worker checkpoint (no \"format\": "
+           "\"flotilla-worker-checkpoint/1\" in meta.json); delete that folder or start fresh with "
+           "another --checkpoint-dir";
+  if (auto e = meta_structure_error(meta, folder_step, folder); !e.empty()) return e;
   if (auto d = first_difference("model", meta.value("model", json::object()), model_json(o.model));
       !d.empty())
     return "checkpoint '" + folder.string() + "' does not match this job: " + d + fix;
@@ -246,7 +278,8 @@ void RankRunner::resume() {
     throw std::runtime_error("checkpoint '" + folder.string() + "' has a corrupt meta.json (" +
                              e.what() + "); delete that folder to fall back to the previous one");
   }
-  if (auto e = compatibility_error(meta, o_, folder); !e.empty()) throw std::runtime_error(e);
+  if (auto e = compatibility_error(meta, o_, folder, step); !e.empty())
+    throw std::runtime_error(e);
   for (int u = model_->first_unit(); u < model_->end_unit(); ++u) {
     UnitFileInfo info = unit_info_from_json(meta["units"][static_cast<std::size_t>(u)]);
     if (info.unit != u || info.param_count != unit_param_count(o_.model, u))
@@ -567,7 +600,7 @@ std::string check_resume_compatibility(const JobOptions& options) {
     return "checkpoint '" + ref->folder.string() + "' has a corrupt meta.json (" + e.what() +
            "); delete that folder to fall back to the previous one";
   }
-  return compatibility_error(meta, options, ref->folder);
+  return compatibility_error(meta, options, ref->folder, ref->step);
 }
 
 }  // namespace flotilla::worker

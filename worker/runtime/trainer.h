@@ -36,7 +36,8 @@ namespace flotilla::worker {
 int run_rank(const JobOptions& options, const RendezvousConfig& rendezvous);
 
 // Checks that the newest complete checkpoint under options.checkpoint_dir (if any) can resume
-// this job: same model, batch geometry, seed and optimizer settings. Empty when it can (or
+// this job: a well-formed meta.json (its step matches the folder, one typed entry per unit
+// file), same model, batch geometry, seed and optimizer settings. Empty when it can (or
 // when there is none), else one line naming the mismatch and what to do.
 std::string check_resume_compatibility(const JobOptions& options);
 
