@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace flotilla::planner {
@@ -16,9 +17,9 @@ bool read_int(const YAML::Node& n, std::initializer_list<const char*> keys, int&
     if (!n[k]) continue;
     try {
       const long long v = n[k].as<long long>();
-      if (v < 0) {
-        error = std::string("model spec: field '") + k + "' is negative (" + std::to_string(v) +
-                "); give a non-negative integer";
+      if (v < 0 || v > std::numeric_limits<int>::max()) {
+        error = std::string("model spec: field '") + k + "' is " + (v < 0 ? "negative" : "too large") +
+                " (" + std::to_string(v) + "); give a non-negative integer below 2^31";
         return false;
       }
       out = static_cast<int>(v);
@@ -102,6 +103,9 @@ Result<ModelSpec> parse_model_spec(std::string_view text) {
 }
 
 Result<ModelSpec> load_model_spec_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Result<ModelSpec>::failure("model spec '" + path + "' is a directory; give a spec file");
   std::ifstream in(path);
   if (!in) return Result<ModelSpec>::failure("cannot read model spec file '" + path + "'");
   std::stringstream ss;
