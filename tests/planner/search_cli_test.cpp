@@ -171,6 +171,7 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
       {"plan --model gpt-neo-2.7b", "--cluster is required"},
       {"plan --model gpt-neo-2.7b --cluster /nonexistent/cluster.yaml", "cannot read cluster file"},
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gbs -4", "--gbs"},
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gbs 99999999999", "up to 10000000"},
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --objective speed", "--objective"},
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --max-usd-per-iter abc", "--max-usd-per-iter"},
       {"plan --model gpt-neo-2.7b --cluster " +
