@@ -98,6 +98,15 @@ Result<ModelSpec> parse_model_spec(std::string_view text) {
     return Result<ModelSpec>::failure(std::string("model spec: field '") + missing +
                                       "' is missing or not positive");
   }
+  // GQA shares each KV head among heads / kv_heads query heads; a shape that does not divide
+  // has no meaning, and head_dim 0 (hidden < heads) would plan a model with no attention.
+  if (m.head_dim <= 0)
+    return Result<ModelSpec>::failure("model spec: hidden (" + std::to_string(m.hidden) +
+                                      ") is smaller than heads (" + std::to_string(m.heads) +
+                                      "); give head_dim or a larger hidden");
+  if (m.kv_heads > 0 && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0))
+    return Result<ModelSpec>::failure("model spec: kv_heads (" + std::to_string(m.kv_heads) +
+                                      ") must divide heads (" + std::to_string(m.heads) + ")");
   if (m.name.empty()) m.name = "custom";
   return m;
 }
