@@ -143,7 +143,7 @@ std::string parse_args(const std::vector<std::string>& args, Args& out, bool& he
       out.min_tokens = x;
     } else if (a == "--gbs" || a == "--alternatives" || a == "--zero") {
       if (!(err = number(x, a == "--gbs")).empty()) return err;
-      if (x != std::floor(x) || x > 1e7) return a + " must be an integer, got '" + value + "'";
+      if (x != std::floor(x) || x > 1e7) return a + " must be an integer up to 10000000, got '" + value + "'";
       if (a == "--gbs") out.gbs = static_cast<int>(x);
       else if (a == "--alternatives") out.alternatives = static_cast<int>(x);
       else if (x > 3) return "--zero must be 0, 1, 2 or 3";

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <set>
 
 namespace flotilla::planner {
@@ -93,6 +94,15 @@ Result<ClusterSpec> parse_cluster(std::string_view yaml_text, const GpuCatalog& 
   try {
     static const std::string kDefaultZone = "default";
     std::set<std::string> names;
+    // Counts are summed into int pools; far beyond any real cluster, and it keeps them exact.
+    constexpr std::int64_t kMaxClusterGpus = 1'000'000;
+    std::int64_t total_gpus = 0;
+    auto check_total = [&](std::int64_t more, const std::string& context) {
+      total_gpus += more;
+      if (total_gpus > kMaxClusterGpus)
+        throw ParseError{context + ": the cluster would have " + std::to_string(total_gpus) +
+                         " GPUs; at most " + std::to_string(kMaxClusterGpus) + " are supported"};
+    };
     auto add_node = [&](ClusterNode node, const std::string& context) {
       if (!names.insert(node.name).second)
         throw ParseError{context + ": duplicate node name '" + node.name + "'"};
@@ -109,6 +119,7 @@ Result<ClusterSpec> parse_cluster(std::string_view yaml_text, const GpuCatalog& 
         context = "node '" + node.name + "'";
         node.gpu_type = canonical_gpu(catalog, text_field(entry, "gpu", context, nullptr), context);
         node.gpus = positive_int(entry, "count", context, nullptr);
+        check_total(node.gpus, context);
         node.zone = text_field(entry, "zone", context, &kDefaultZone);
         node.region = text_field(entry, "region", context, &node.zone);
         add_node(std::move(node), context);
@@ -127,6 +138,7 @@ Result<ClusterSpec> parse_cluster(std::string_view yaml_text, const GpuCatalog& 
         const int per_node = positive_int(entry, "gpus_per_node", context, &catalog_size);
         const std::string zone = text_field(entry, "zone", context, &kDefaultZone);
         const std::string region = text_field(entry, "region", context, &zone);
+        check_total(static_cast<std::int64_t>(node_count) * per_node, context);
         for (int n = 0; n < node_count; ++n) {
           add_node({gpu + "-" + zone + "-" + std::to_string(n), gpu, per_node, zone, region},
                    context);

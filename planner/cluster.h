@@ -2,9 +2,10 @@
 //
 // Guarantees: parse_cluster() accepts the cluster.yaml format below and returns either a
 //   cluster whose every node names a catalog GPU type with a positive count, or one line that
-//   says what is wrong and where ("node 'a3': count must be a positive integer, got -2").
+//   says what is wrong and where ("node 'a3': count must be a positive integer, got -2"); a
+//   cluster of more than 1,000,000 GPUs in all is refused (the pools count GPUs in int).
 //   gpu_pools() groups nodes by (GPU type, zone); free_nodes() gives the packer's view.
-// Assumes: the text is already read (load_cluster_file() in the CLI does the I/O).
+// Assumes: the text is already read (the CLI reads the file, cli/text_file.h).
 // Caveats: a node has one GPU type (true of every cloud instance we know); counts are the GPUs
 //   free for this job, not the node's size.
 //

@@ -86,6 +86,10 @@ GpuCatalog builtin_gpu_catalog() {
   return GpuCatalog(std::move(t));
 }
 
+namespace {
+Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root);
+}  // namespace
+
 Result<GpuCatalog> apply_catalog_override(GpuCatalog base, std::string_view yaml_text) {
   YAML::Node root;
   try {
@@ -93,6 +97,18 @@ Result<GpuCatalog> apply_catalog_override(GpuCatalog base, std::string_view yaml
   } catch (const YAML::Exception& e) {
     return Result<GpuCatalog>::failure(std::string("GPU catalog override does not parse: ") + e.what());
   }
+  // Names and field keys must be strings; a map or list where one is expected is an error line.
+  try {
+    return apply_catalog_entries(std::move(base), root);
+  } catch (const YAML::Exception& e) {
+    return Result<GpuCatalog>::failure("GPU catalog override: a GPU name or field key is not a string (" +
+                                       e.msg + ")");
+  }
+}
+
+namespace {
+
+Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
   std::vector<std::pair<std::string, YAML::Node>> entries;
   if (root.IsMap() && root["gpus"]) root = root["gpus"];
   if (root.IsMap()) {
@@ -108,6 +124,10 @@ Result<GpuCatalog> apply_catalog_override(GpuCatalog base, std::string_view yaml
     return Result<GpuCatalog>::failure("GPU catalog override must be a map name -> fields or a list");
   }
   for (auto& [name, n] : entries) {
+    if (!n.IsMap()) {
+      return Result<GpuCatalog>::failure("GPU catalog override: '" + name +
+                                         "' must be a map of fields (e.g. {memory_gb: 80})");
+    }
     const GpuType* existing = base.find(name);
     GpuType g = existing ? *existing : GpuType{};
     if (!existing) g.name = name;
@@ -154,5 +174,7 @@ Result<GpuCatalog> apply_catalog_override(GpuCatalog base, std::string_view yaml
   }
   return base;
 }
+
+}  // namespace
 
 }  // namespace flotilla::planner

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace flotilla::planner {
@@ -16,9 +17,9 @@ bool read_int(const YAML::Node& n, std::initializer_list<const char*> keys, int&
     if (!n[k]) continue;
     try {
       const long long v = n[k].as<long long>();
-      if (v < 0) {
-        error = std::string("model spec: field '") + k + "' is negative (" + std::to_string(v) +
-                "); give a non-negative integer";
+      if (v < 0 || v > std::numeric_limits<int>::max()) {
+        error = std::string("model spec: field '") + k + "' is " + (v < 0 ? "negative" : "too large") +
+                " (" + std::to_string(v) + "); give a non-negative integer below 2^31";
         return false;
       }
       out = static_cast<int>(v);
@@ -97,11 +98,23 @@ Result<ModelSpec> parse_model_spec(std::string_view text) {
     return Result<ModelSpec>::failure(std::string("model spec: field '") + missing +
                                       "' is missing or not positive");
   }
+  // GQA shares each KV head among heads / kv_heads query heads; a shape that does not divide
+  // has no meaning, and head_dim 0 (hidden < heads) would plan a model with no attention.
+  if (m.head_dim <= 0)
+    return Result<ModelSpec>::failure("model spec: hidden (" + std::to_string(m.hidden) +
+                                      ") is smaller than heads (" + std::to_string(m.heads) +
+                                      "); give head_dim or a larger hidden");
+  if (m.kv_heads > 0 && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0))
+    return Result<ModelSpec>::failure("model spec: kv_heads (" + std::to_string(m.kv_heads) +
+                                      ") must divide heads (" + std::to_string(m.heads) + ")");
   if (m.name.empty()) m.name = "custom";
   return m;
 }
 
 Result<ModelSpec> load_model_spec_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Result<ModelSpec>::failure("model spec '" + path + "' is a directory; give a spec file");
   std::ifstream in(path);
   if (!in) return Result<ModelSpec>::failure("cannot read model spec file '" + path + "'");
   std::stringstream ss;

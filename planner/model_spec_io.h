@@ -1,6 +1,7 @@
 // Reading a user's model spec (YAML or JSON text; JSON is YAML) and Sailor's training_config.
 //
-// Guarantees: returns a spec or one line naming the missing/invalid field. Fields: name,
+// Guarantees: returns a spec or one line naming the missing/invalid field (integers fit in int,
+//   kv_heads divides heads, head_dim >= 1). Fields: name,
 //   family (gpt|llama), num_layers, hidden, heads, head_dim, kv_heads, ffn_hidden, vocab,
 //   seq_len, max_position_embeddings, tied_embeddings, embed_proj_dim; "preset: X" starts from
 //   a preset and overrides the given fields. Sailor's keys (hidden_size, sequence_length,

@@ -65,7 +65,9 @@ Result<NetworkModel> parse_intra_node_fits(std::string_view text, NetworkModel b
 Result<NetworkModel> parse_zone_costs(std::string_view text, NetworkModel base) {
   try {
     json j = json::parse(text);
+    if (!j.is_object()) return Result<NetworkModel>::failure("zone costs must be an object zone -> zone -> USD per GB");
     for (const auto& [a, row] : j.items()) {
+      if (!row.is_object()) return Result<NetworkModel>::failure("zone costs for " + a + " must be an object zone -> USD per GB");
       for (const auto& [b, v] : row.items()) {
         const double usd = v.get<double>();
         if (usd < 0) return Result<NetworkModel>::failure("zone cost " + a + "->" + b + " is negative");

@@ -6,7 +6,7 @@
 //   stage s covers [first_block, last_block); stages are contiguous and cover 0..L+2.
 //   Every stage has the same number of DP replicas (a micro-batch flows through one replica
 //   per stage), and every replica of a stage uses the stage's TP degree.
-// Caveats: Sailor's plan format allows a TP per replica; read_sailor_plan() accepts that only
+// Caveats: Sailor's plan format allows a TP per replica; parse_sailor_plan() accepts that only
 //   when the replicas of a stage agree (it says so otherwise).
 #pragma once
 

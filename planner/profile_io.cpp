@@ -34,7 +34,9 @@ Result<GpuProfile> parse_profile_json(std::string_view text, std::string model, 
       }
     }
   } catch (const std::exception& e) {
-    return Result<GpuProfile>::failure("profile " + p.model + "/" + p.gpu + " does not parse: " + e.what());
+    return Result<GpuProfile>::failure("profile " + p.model + "/" + p.gpu +
+                                       " does not parse as {mbs: {tp: {block: [fwd_s, bwd_s, update_s]}}}: " +
+                                       e.what());
   }
   return p;
 }

@@ -2,11 +2,27 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 namespace flotilla::planner {
 namespace {
 
 using nlohmann::json;
 using R = Result<SailorPlanFile>;
+
+// A JSON integer in [lo, int max]; a larger one would wrap when narrowed to int.
+bool int_at_least(const json& v, int lo, int& out) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) {
+    if (v.get<unsigned long long>() > static_cast<unsigned long long>(std::numeric_limits<int>::max()))
+      return false;
+  } else {
+    const long long x = v.get<long long>();
+    if (x < lo || x > std::numeric_limits<int>::max()) return false;
+  }
+  out = v.get<int>();
+  return out >= lo;
+}
 
 }  // namespace
 
@@ -27,12 +43,12 @@ Result<SailorPlanFile> parse_sailor_plan(std::string_view text, int num_blocks) 
       return R::failure("Sailor plan: more than one pipeline in 'pipeline_list' is not supported; give one");
     }
     for (const char* k : {"mbs", "gbs"}) {
-      if (!j.contains(k) || !j[k].is_number_integer() || j[k].get<long long>() <= 0) {
-        return R::failure(std::string("Sailor plan: '") + k + "' is missing or not a positive integer");
+      int& field = k[0] == 'm' ? out.plan.micro_batch_size : out.plan.global_batch_size;
+      if (!j.contains(k) || !int_at_least(j[k], 1, field)) {
+        return R::failure(std::string("Sailor plan: '") + k + "' is missing or not a positive integer (at most " +
+                          std::to_string(std::numeric_limits<int>::max()) + ")");
       }
     }
-    out.plan.micro_batch_size = j["mbs"].get<int>();
-    out.plan.global_batch_size = j["gbs"].get<int>();
     const json& p = j["pipeline_list"][0];
     if (!p.contains("layers_per_stage") || !p.contains("tmp_per_stage")) {
       return R::failure("Sailor plan: pipeline needs 'layers_per_stage' and 'tmp_per_stage'");
@@ -48,9 +64,10 @@ Result<SailorPlanFile> parse_sailor_plan(std::string_view text, int num_blocks) 
       if (!layers[s].is_array() || layers[s].empty()) return R::failure(id + " has no layers");
       int prev = -1;
       for (const json& b : layers[s]) {
-        if (!b.is_number_integer() || b.get<int>() < 0) return R::failure(id + " has a negative or non-integer layer");
-        if (prev >= 0 && b.get<int>() != prev + 1) return R::failure(id + " layers are not contiguous");
-        prev = b.get<int>();
+        int block = 0;
+        if (!int_at_least(b, 0, block)) return R::failure(id + " has a layer that is not a non-negative integer: " + b.dump());
+        if (prev >= 0 && block != prev + 1) return R::failure(id + " layers are not contiguous");
+        prev = block;
       }
       st.first_block = layers[s].front().get<int>();
       st.last_block = layers[s].back().get<int>() + 1;
@@ -62,8 +79,8 @@ Result<SailorPlanFile> parse_sailor_plan(std::string_view text, int num_blocks) 
             !rep[1].is_number_integer()) {
           return R::failure(id + ": each replica must be [[[gpu, gpus_in_node, zone], ...], tp]");
         }
-        const int rtp = rep[1].get<int>();
-        if (rtp <= 0) return R::failure(id + ": TP degree must be positive, got " + std::to_string(rtp));
+        int rtp = 0;
+        if (!int_at_least(rep[1], 1, rtp)) return R::failure(id + ": TP degree must be a positive integer, got " + rep[1].dump());
         if (tp >= 0 && rtp != tp) return R::failure(id + ": replicas with different TP degrees are not supported");
         tp = rtp;
         const json& part = rep[0][0];
@@ -72,8 +89,8 @@ Result<SailorPlanFile> parse_sailor_plan(std::string_view text, int num_blocks) 
         }
         Replica r;
         r.gpu_type = part[0].get<std::string>();
-        r.gpus_per_node = part[1].get<int>();
-        if (r.gpus_per_node <= 0) return R::failure(id + ": gpus_in_node must be positive");
+        if (!int_at_least(part[1], 1, r.gpus_per_node))
+          return R::failure(id + ": gpus_in_node must be a positive integer, got " + part[1].dump());
         if (part.size() > 2 && part[2].is_string()) r.zone = part[2].get<std::string>();
         else if (j.contains("zone") && j["zone"].is_string()) r.zone = j["zone"].get<std::string>();
         for (std::size_t k = 1; k < rep[0].size(); ++k) {

@@ -45,7 +45,8 @@ struct SearchOptions {
   bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
   bool branch_and_bound = true;  // false: the DP keeps stages slower than the best plan allows
   int max_plans = 5;         // ranked plans returned
-  int max_rejections = 12;   // rejection lines returned (counts are kept for all)
+  int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
+                             // once (rejection_counts keep all)
 };
 
 struct SearchRequest {

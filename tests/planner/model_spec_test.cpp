@@ -58,3 +58,14 @@ TEST(ModelSpec, ParsesUserSpecAndRejectsBadFields) {
   EXPECT_FALSE(fp::parse_model_spec("{not yaml: [").ok());
   EXPECT_FALSE(fp::resolve_model("no-such-model").ok());
 }
+
+// Shapes that mean nothing used to plan silently: kv_heads 7 of 3 heads, head_dim 1/4 -> 0.
+TEST(ModelSpecIo, RejectsKvHeadsThatDoNotDivideHeadsAndHiddenBelowHeads) {
+  const auto gqa = fp::parse_model_spec("num_layers: 2\nhidden: 12\nheads: 3\nvocab: 100\nseq_len: 16\nkv_heads: 7\n");
+  ASSERT_FALSE(gqa);
+  EXPECT_NE(gqa.error().find("kv_heads (7) must divide heads (3)"), std::string::npos) << gqa.error();
+  const auto narrow = fp::parse_model_spec("num_layers: 2\nhidden: 1\nheads: 4\nvocab: 100\nseq_len: 16\n");
+  ASSERT_FALSE(narrow);
+  EXPECT_NE(narrow.error().find("smaller than heads"), std::string::npos) << narrow.error();
+  EXPECT_TRUE(fp::parse_model_spec("num_layers: 2\nhidden: 12\nheads: 4\nvocab: 100\nseq_len: 16\nkv_heads: 2\n"));
+}

@@ -81,13 +81,21 @@ TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
   unknown.replace(unknown.find("A100-40"), 7, "B999-1");
   std::string negative = good_plan;
   negative.replace(negative.find("\"mbs\":1"), 7, "\"mbs\":-4");
-  const std::array<std::string, 6> cases = {
+  // Integers beyond int used to wrap: gbs 5e9 ran as 705032704, TP 3e9 printed "got -1294967296".
+  std::string huge_gbs = good_plan;
+  huge_gbs.replace(huge_gbs.find("\"gbs\":8"), 7, "\"gbs\":5000000000");
+  std::string huge_tp = good_plan;
+  huge_tp.replace(huge_tp.find("]],4]"), 5, "]],3000000000]");
+  const std::array<std::string, 9> cases = {
       "--sailor-plan " + write_temp("ok", good_plan) + " --model opt-350m --framework pytorch-eager",
       "--sailor-plan /no/such/file.json --model opt-350m",
       "--sailor-plan " + write_temp("bad", "{\"pipeline_list\": [") + " --model opt-350m",
       "--sailor-plan " + write_temp("unk", unknown) + " --model opt-350m",
       "--sailor-plan " + write_temp("neg", negative) + " --model opt-350m",
       "--sailor-plan " + write_temp("ok", good_plan) + " --model no-such-model",
+      "--sailor-plan " + write_temp("gbs", huge_gbs) + " --model opt-350m",
+      "--sailor-plan " + write_temp("tp", huge_tp) + " --model opt-350m",
+      "--sailor-plan " + write_temp("ok", good_plan) + " --training-config " + fs::temp_directory_path().string(),
   };
   for (const std::string& c : cases) {
     const CliRun r = run_cli(c);
@@ -95,6 +103,12 @@ TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
     EXPECT_EQ(lines(r.err), 1) << c << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << c;
   }
+  EXPECT_NE(run_cli("--sailor-plan " + write_temp("tp", huge_tp) + " --model opt-350m").err.find("got 3000000000"),
+            std::string::npos);
+  EXPECT_NE(run_cli("--sailor-plan " + write_temp("ok", good_plan) + " --training-config " +
+                    fs::temp_directory_path().string())
+                .err.find("is a directory"),
+            std::string::npos);
   const CliRun ok = run_cli("--sailor-plan " + write_temp("ok", good_plan) + " --model opt-350m --json");
   EXPECT_EQ(ok.rc, 0) << ok.err;
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/profile.h"
+#include "planner/network_io.h"
 #include "planner/profile_io.h"
 
 namespace fp = flotilla::planner;
@@ -34,4 +35,20 @@ TEST(Profile, LinearFitRecoversAnExactLine) {
   EXPECT_NEAR(e.forward_s, sum, 1e-12);
   EXPECT_FALSE(fp::parse_profile_json(R"({"1": {"1": {"0": [1, -2, 3]}}})", "x", "y").ok());
   EXPECT_FALSE(fp::parse_profile_json("[", "x", "y").ok());
+}
+
+// A profile of the wrong shape used to say only "does not parse: stoi"; it names the format.
+TEST(ProfileIo, WrongShapeNamesTheExpectedFormat) {
+  const auto p = fp::parse_profile_json(R"({"1": 5})", "OPT-350M", "A100-40");
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().find("{mbs: {tp: {block: [fwd_s, bwd_s, update_s]}}}"), std::string::npos) << p.error();
+}
+
+// gcp_communication_cost.json as a list used to load silently as zones "0" and "1".
+TEST(NetworkIo, ZoneCostsMustBeAnObjectOfObjects) {
+  EXPECT_FALSE(fp::parse_zone_costs("[1, 2]", fp::default_network_model()));
+  EXPECT_FALSE(fp::parse_zone_costs(R"({"us-central1-a": 0.01})", fp::default_network_model()));
+  const auto ok = fp::parse_zone_costs(R"({"a": {"b": 0.02}})", fp::default_network_model());
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_DOUBLE_EQ(ok.value().usd_per_gb.at("a").at("b"), 0.02);
 }

@@ -171,6 +171,7 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
       {"plan --model gpt-neo-2.7b", "--cluster is required"},
       {"plan --model gpt-neo-2.7b --cluster /nonexistent/cluster.yaml", "cannot read cluster file"},
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gbs -4", "--gbs"},
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gbs 99999999999", "up to 10000000"},
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --objective speed", "--objective"},
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --max-usd-per-iter abc", "--max-usd-per-iter"},
       {"plan --model gpt-neo-2.7b --cluster " +
@@ -186,6 +187,20 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
        "does not parse"},
       {"plan --model gpt-neo-2.7b --cluster " + write_cluster("empty.yaml", "limits: {}\n"),
        "lists no GPUs"},
+      // A directory opens as a stream and reads as "", which parsed as a malformed cluster.
+      {"plan --model gpt-neo-2.7b --cluster " + std::filesystem::temp_directory_path().string(),
+       "cannot read cluster file"},
+      // 10^6 nodes x 10^6 GPUs wrapped the int pool count negative ("no free GPUs").
+      {"plan --model gpt-neo-2.7b --cluster " +
+           write_cluster("huge.yaml", "pools:\n  - {gpu: A100-40, nodes: 1000000, gpus_per_node: 1000000}\n"),
+       "at most 1000000 are supported"},
+      // A non-string GPU name threw out of the override parser ("internal error", exit 1).
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
+           write_cluster("catalog-key.yaml", "{[1]: {memory_gb: 8}}\n"),
+       "not a string"},
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
+           write_cluster("catalog-scalar.yaml", "A100-40: 5\n"),
+       "must be a map of fields"},
   };
   for (const Case& c : cases) {
     const CliRun run = flotilla(c.args);
