@@ -104,6 +104,9 @@ TEST_F(CheckpointErrors, ImpossibleLayoutsAndMissingDataAreOneLineErrors) {
       {"--pp 2 --partition 0:1,2:4", "contiguous"},
       {"--pp 2 --world-size 3", "--world-size 3 is not --pp x --dp = 2 x 1"},
       {"--model enormous", "unknown --model 'enormous'"},
+      // Used to fork all 5000 ranks on a 2-core machine before anything could fail.
+      {"--world-size 5000 --dp 5000 --global-batch 5000",
+       "the local launcher starts every rank on this machine and allows at most 256"},
   };
   expect_one_line_errors(cases);
   auto missing = run_command(worker_binary() + " run --data " + (dir_ / "none.txt").string() +

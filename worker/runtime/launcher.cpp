@@ -63,6 +63,15 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   auto parsed = parse_job_options(args);
   if (auto* e = std::get_if<std::string>(&parsed)) return fail(*e, 2);
   const JobOptions& options = std::get<JobOptions>(parsed);
+  // The local launcher forks every rank on this machine, each with its own model copy and
+  // sockets; thousands of them swamp the host long before rendezvous could time out.
+  constexpr int kMaxLocalRanks = 256;
+  if (options.world_size > kMaxLocalRanks)
+    return fail("--world-size " + std::to_string(options.world_size) +
+                    ": the local launcher starts every rank on this machine and allows at most " +
+                    std::to_string(kMaxLocalRanks) +
+                    "; start ranks on several hosts with `flotilla-worker rank` instead",
+                2);
   const bool cuda_backend = options.backend.rfind("cuda", 0) == 0;
   try {
     DataLoader probe(options.data_path, options.model.seq_len, options.train.seed);

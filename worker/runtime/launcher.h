@@ -1,7 +1,8 @@
 // The local launcher behind `flotilla-worker run` and `relaunch`.
 //
 // Guarantees:
-//   - Validates everything it can before starting a process: the flags and layout, the data
+//   - Validates everything it can before starting a process: the flags and layout (at most 256
+//     local ranks), the data
 //     file, that the checkpoint folder is a writable folder (created if missing), that the
 //     --loss-log and --progress files can be opened for writing, and that the newest complete
 //     checkpoint is well-formed and matches the job; each failure is one line on stderr and
