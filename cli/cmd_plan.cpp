@@ -244,6 +244,14 @@ static int run_plan(const std::vector<std::string>& raw) {
   }
   auto model = fp::resolve_model(args.model);
   if (!model) return bad(model.error());
+  // The stage search grows steeply with depth (a 300-layer spec ran past 60 s, see
+  // docs/planner.md); a clear refusal beats a command that looks hung.
+  constexpr int kMaxPlannableLayers = 200;
+  if (model.value().num_layers > kMaxPlannableLayers)
+    return bad(model.value().name + " has " + std::to_string(model.value().num_layers) +
+               " transformer layers; flotilla plan handles at most " +
+               std::to_string(kMaxPlannableLayers) + " for now (the stage search grows steeply "
+               "with depth); `flotilla plan evaluate` scores a given plan of any depth");
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!args.catalog.empty()) {
     std::string text;

@@ -201,6 +201,11 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
            write_cluster("catalog-scalar.yaml", "A100-40: 5\n"),
        "must be a map of fields"},
+      // A 300-layer spec searched for over a minute, looking hung.
+      {"plan --cluster " + cluster + " --model " +
+           write_cluster("deep.yaml", "{name: deep, num_layers: 300, hidden: 1024, heads: 16, "
+                                      "vocab: 50272, seq_len: 2048}\n"),
+       "has 300 transformer layers; flotilla plan handles at most 200"},
   };
   for (const Case& c : cases) {
     const CliRun run = flotilla(c.args);
