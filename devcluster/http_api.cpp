@@ -589,8 +589,13 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   }
   if (!type)
     return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", group, "", {}});
-  if (!sub.empty() && std::find(type->subresources.begin(), type->subresources.end(), sub) == type->subresources.end())
-    return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", group, "", {}});
+  if (!sub.empty() && std::find(type->subresources.begin(), type->subresources.end(), sub) == type->subresources.end()) {
+    // Say which subresource is missing: kubectl exec/attach/port-forward/cp/debug show only this.
+    std::string why = "the server could not find the requested resource: devcluster does not implement " +
+                      type->plural + "/" + sub;
+    if (type->plural == "pods") why += " (pods are local processes; `kubectl logs` shows their output)";
+    return send_error(w, {404, "NotFound", why, "", group, "", {}});
+  }
   if (type->namespaced && ns.empty() && !name.empty())
     return send_error(w, {404, "NotFound", "the server could not find the requested resource (namespace required)", "", group, "", {}});
   if (type->namespaced && !ns.empty()) {

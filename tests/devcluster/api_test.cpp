@@ -101,6 +101,13 @@ TEST_F(DevclusterApi, BadRequestsGetTheRightCodesAndStatusBodies) {
 
   auto [cns, bns] = dc_->call("POST", "/api/v1/namespaces/nowhere/configmaps", Json{{"metadata", {{"name", "x"}}}});
   EXPECT_EQ(cns, 404) << bns.dump();
+
+  // kubectl exec/attach/port-forward ask for subresources devcluster lacks: a Status naming it.
+  auto [cexec, bexec] = dc_->call("POST", "/api/v1/namespaces/default/pods/any/exec?command=true");
+  EXPECT_EQ(cexec, 404) << bexec.dump();
+  EXPECT_EQ(bexec["kind"], "Status");
+  EXPECT_NE(bexec["message"].get<std::string>().find("devcluster does not implement pods/exec"), std::string::npos)
+      << bexec.dump();
 }
 
 TEST_F(DevclusterApi, OptimisticConcurrencyAndGeneration) {
