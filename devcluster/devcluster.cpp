@@ -183,7 +183,8 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   std::string tls_error;
   auto tls = kube::net::TlsContext::server({d.server_cert.cert_pem, d.server_cert.key_pem, d.ca.cert_pem}, &tls_error);
   if (!tls) {
-    *error = "TLS setup failed: " + tls_error;
+    *error = "TLS setup failed: " + tls_error + " (the certificates in " + pki.string() +
+             " are damaged; remove that directory to issue new ones, then use the new kubeconfig)";
     return false;
   }
   kube::net::ServerConfig scfg;

@@ -370,6 +370,15 @@ TEST(DevclusterRestart, CorruptDataDirRefusesToStartAndKeepsTheData) {
   EXPECT_NE(r.output.find("refusing to start"), std::string::npos) << r.output;
   EXPECT_EQ(read_text(log), garbled);
   write_text(log, good);
+  // A damaged server certificate names the pki directory and the way out.
+  const fs::path cert = dc.data_dir() / "pki" / "server.crt";
+  const std::string good_cert = read_text(cert);
+  write_text(cert, "garbage\n");
+  r = run_command("timeout 20 " + binary() + " --listen 127.0.0.1:0 --data-dir " + dc.data_dir().string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the certificates in " + (dc.data_dir() / "pki").string() + " are damaged"), std::string::npos)
+      << r.output;
+  write_text(cert, good_cert);
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
   EXPECT_EQ(dc.call("GET", "/api/v1/namespaces/default/configmaps/precious").first, 200);
 }
