@@ -77,11 +77,16 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   }
   d.host = options.listen.substr(0, colon);
   if (d.host.size() > 2 && d.host.front() == '[') d.host = d.host.substr(1, d.host.size() - 2);
-  int port = 0;
+  int port = -1;
+  const std::string port_text = options.listen.substr(colon + 1);
   try {
-    port = std::stoi(options.listen.substr(colon + 1));
+    size_t used = 0;
+    port = std::stoi(port_text, &used);
+    if (used != port_text.size()) port = -1;
   } catch (...) {
-    *error = "--listen port must be a number, got '" + options.listen.substr(colon + 1) + "'";
+  }
+  if (port < 0 || port > 65535) {  // the socket layer would silently wrap 99999 to 34463
+    *error = "--listen port must be a number from 0 to 65535 (0 picks a free one), got '" + port_text + "'";
     return false;
   }
   if (options.data_dir.empty()) {
@@ -178,7 +183,8 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   std::string tls_error;
   auto tls = kube::net::TlsContext::server({d.server_cert.cert_pem, d.server_cert.key_pem, d.ca.cert_pem}, &tls_error);
   if (!tls) {
-    *error = "TLS setup failed: " + tls_error;
+    *error = "TLS setup failed: " + tls_error + " (the certificates in " + pki.string() +
+             " are damaged; remove that directory to issue new ones, then use the new kubeconfig)";
     return false;
   }
   kube::net::ServerConfig scfg;

@@ -479,6 +479,16 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
   const ResourceType* pods = api_.registry()->find("", "v1", "pods");
   Outcome pod = api_.get(*pods, ns, name);
   if (!pod.ok()) return send_error(w, *pod.error);
+  long long tail_lines = -1;
+  if (std::string tail = req.query_param("tailLines"); !tail.empty()) {
+    try {
+      size_t used = 0;
+      tail_lines = std::stoll(tail, &used);
+      if (used != tail.size()) throw std::invalid_argument(tail);
+    } catch (...) {
+      return send_error(w, bad_request("tailLines must be an integer, got \"" + tail + "\""));
+    }
+  }
   std::string container = req.query_param("container");
   if (container.empty()) container = pod.object.value("/spec/containers/0/name"_json_pointer, std::string());
   std::string path = pod_log_path ? pod_log_path(ns, name, container) : "";
@@ -488,16 +498,15 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  std::string tail = req.query_param("tailLines");
-  if (!tail.empty()) {
-    long n = std::stol(tail);
-    size_t pos = text.size();
-    if (pos && text[pos - 1] == '\n') --pos;
-    while (n > 0 && pos != std::string::npos && pos > 0) {
-      pos = text.rfind('\n', pos - 1);
-      --n;
-    }
-    if (pos != std::string::npos && n == 0) text = text.substr(pos + 1);
+  if (tail_lines == 0) text.clear();
+  if (tail_lines > 0) {
+    // Keep the text after the tail_lines-th newline from the end (a final newline ends the
+    // last line rather than starting an empty one).
+    size_t cut = text.size();
+    if (cut && text[cut - 1] == '\n') --cut;
+    for (long long n = 0; n < tail_lines && cut != std::string::npos; ++n)
+      cut = cut == 0 ? std::string::npos : text.rfind('\n', cut - 1);
+    if (cut != std::string::npos) text = text.substr(cut + 1);
   }
   w.respond(200, text, "text/plain");
 }
@@ -580,8 +589,13 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   }
   if (!type)
     return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", group, "", {}});
-  if (!sub.empty() && std::find(type->subresources.begin(), type->subresources.end(), sub) == type->subresources.end())
-    return send_error(w, {404, "NotFound", "the server could not find the requested resource", "", group, "", {}});
+  if (!sub.empty() && std::find(type->subresources.begin(), type->subresources.end(), sub) == type->subresources.end()) {
+    // Say which subresource is missing: kubectl exec/attach/port-forward/cp/debug show only this.
+    std::string why = "the server could not find the requested resource: devcluster does not implement " +
+                      type->plural + "/" + sub;
+    if (type->plural == "pods") why += " (pods are local processes; `kubectl logs` shows their output)";
+    return send_error(w, {404, "NotFound", why, "", group, "", {}});
+  }
   if (type->namespaced && ns.empty() && !name.empty())
     return send_error(w, {404, "NotFound", "the server could not find the requested resource (namespace required)", "", group, "", {}});
   if (type->namespaced && !ns.empty()) {

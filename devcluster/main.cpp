@@ -9,17 +9,15 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
-#include <yaml-cpp/yaml.h>
 
-#include "devcluster/api_types.h"
 #include "devcluster/devcluster.h"
+#include "kube/config.h"
 #include "kube/net/http_client.h"
 
 namespace {
@@ -32,6 +30,26 @@ int usage(const std::string& problem) {
                "       flotilla-devcluster admin add-node NAME --gpu-type T --gpu-count N [--zone Z] --kubeconfig FILE\n"
                "       flotilla-devcluster admin compact|watch-window EVENTS --kubeconfig FILE\n";
   return 2;
+}
+
+// A whole-string integer in [min, max]; "5x", "-1" for a count, or "" are refused.
+bool parse_int(const std::string& text, long long min, long long max, long long* out) {
+  if (text.empty()) return false;
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used != text.size() || v < min || v > max) return false;
+    *out = v;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return true;
+  return false;
 }
 
 // Splits argv into positional words and --flag values.
@@ -64,18 +82,18 @@ int run_admin(int argc, char** argv) {
   if (words.empty()) return usage("admin needs an action");
   std::string kubeconfig = flags.count("kubeconfig") ? flags["kubeconfig"] : (getenv("KUBECONFIG") ? getenv("KUBECONFIG") : "");
   if (kubeconfig.empty()) return usage("admin needs --kubeconfig FILE (or $KUBECONFIG)");
-  flotilla::kube::net::ClientConfig cfg;
-  try {
-    YAML::Node kc = YAML::LoadFile(kubeconfig);
-    YAML::Node cluster = kc["clusters"][0]["cluster"];
-    cfg.server = cluster["server"].as<std::string>();
-    if (cluster["certificate-authority-data"])
-      cfg.tls.ca_pem = flotilla::devcluster::base64_decode(cluster["certificate-authority-data"].as<std::string>());
-    cfg.bearer_token = kc["users"][0]["user"]["token"].as<std::string>();
-  } catch (const std::exception& e) {
-    std::cerr << "flotilla-devcluster: cannot read kubeconfig " << kubeconfig << ": " << e.what() << "\n";
+  auto kc = flotilla::kube::load_kubeconfig(kubeconfig);
+  if (!kc) {
+    std::cerr << "flotilla-devcluster: " << kc.error().message << "\n";
     return 1;
   }
+  flotilla::kube::net::ClientConfig cfg;
+  cfg.server = kc->server;
+  cfg.tls.ca_pem = kc->ca_pem;
+  cfg.tls.client_cert_pem = kc->client_cert_pem;
+  cfg.tls.client_key_pem = kc->client_key_pem;
+  cfg.tls.insecure_skip_verify = kc->insecure_skip_tls_verify;
+  cfg.bearer_token = kc->bearer_token;
   auto client = flotilla::kube::net::HttpClient::create(cfg, &error);
   if (!client) {
     std::cerr << "flotilla-devcluster: " << error << "\n";
@@ -97,10 +115,11 @@ int run_admin(int argc, char** argv) {
     if (!need_name()) return usage("add-node needs a node NAME");
     body["name"] = words[1];
     if (flags.count("gpu-type")) body["gpuType"] = flags["gpu-type"];
-    try {
-      if (flags.count("gpu-count")) body["gpuCount"] = std::stoi(flags["gpu-count"]);
-    } catch (...) {
-      return usage("--gpu-count must be an integer");
+    long long gpus = 0;
+    if (flags.count("gpu-count")) {
+      if (!parse_int(flags["gpu-count"], 0, 1000000, &gpus))
+        return usage("--gpu-count must be a non-negative integer, got '" + flags["gpu-count"] + "'");
+      body["gpuCount"] = gpus;
     }
     if (flags.count("zone")) body["zone"] = flags["zone"];
     target = "/admin/nodes";
@@ -108,11 +127,10 @@ int run_admin(int argc, char** argv) {
     target = "/admin/compact";
   } else if (action == "watch-window") {
     if (!need_name()) return usage("watch-window needs EVENTS");
-    try {
-      body["events"] = std::stoll(words[1]);
-    } catch (...) {
-      return usage("watch-window EVENTS must be an integer");
-    }
+    long long events = 0;
+    if (!parse_int(words[1], 1, std::numeric_limits<int>::max(), &events))
+      return usage("watch-window EVENTS must be a positive integer, got '" + words[1] + "'");
+    body["events"] = events;
     target = "/admin/watch-window";
   } else {
     return usage("unknown admin action '" + action + "'");
@@ -138,8 +156,8 @@ int run_admin(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (wants_help(argc, argv)) return usage(""), 0;
   if (argc >= 2 && std::string(argv[1]) == "admin") return run_admin(argc, argv);
-  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) return usage(""), 0;
   std::vector<std::string> words;
   std::map<std::string, std::string> flags;
   std::string error;
@@ -154,11 +172,17 @@ int main(int argc, char** argv) {
   if (flags.count("nodes")) options.nodes_file = flags["nodes"];
   if (flags.count("data-dir")) options.data_dir = flags["data-dir"];
   if (flags.count("kubeconfig-out")) options.kubeconfig_out = flags["kubeconfig-out"];
-  try {
-    if (flags.count("watch-window")) options.watch_window_events = std::stoul(flags["watch-window"]);
-    if (flags.count("bookmark-interval-ms")) options.bookmark_interval_ms = std::stoi(flags["bookmark-interval-ms"]);
-  } catch (...) {
-    return usage("--watch-window and --bookmark-interval-ms take integers");
+  long long value = 0;
+  if (flags.count("watch-window")) {
+    if (!parse_int(flags["watch-window"], 1, std::numeric_limits<int>::max(), &value))
+      return usage("--watch-window must be a positive integer (events), got '" + flags["watch-window"] + "'");
+    options.watch_window_events = static_cast<size_t>(value);
+  }
+  if (flags.count("bookmark-interval-ms")) {
+    if (!parse_int(flags["bookmark-interval-ms"], 1, 3600000, &value))
+      return usage("--bookmark-interval-ms must be a positive integer (milliseconds), got '" +
+                   flags["bookmark-interval-ms"] + "'");
+    options.bookmark_interval_ms = static_cast<int>(value);
   }
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t stop_signals;

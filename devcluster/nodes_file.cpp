@@ -1,5 +1,6 @@
 #include "devcluster/nodes_file.h"
 
+#include <set>
 #include <yaml-cpp/yaml.h>
 
 #include "devcluster/api_types.h"
@@ -53,9 +54,19 @@ bool node_spec_from_json(const nlohmann::json& j, NodeSpec* out, std::string* er
     *error = "a node entry has no `name`";
     return false;
   }
+  // A misspelt field would otherwise be dropped silently (`gpuCont: 8` → a node without GPUs).
+  static const std::set<std::string> known = {"name", "gpuType", "gpuCount", "zone", "cpu", "memory", "labels",
+                                              "cudaVisibleDevices"};
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key)) {
+      *error = "node " + out->name + ": unknown field `" + key +
+               "` (known: name, gpuType, gpuCount, zone, cpu, memory, labels, cudaVisibleDevices)";
+      return false;
+    }
   out->gpu_type = j.contains("gpuType") ? scalar(j["gpuType"]) : "";
   if (j.contains("gpuCount")) {
-    if (!j["gpuCount"].is_number_integer() || j["gpuCount"].get<long long>() < 0) {
+    if (!j["gpuCount"].is_number_integer() || j["gpuCount"].get<long long>() < 0 ||
+        j["gpuCount"].get<long long>() > 1000000) {
       *error = "node " + out->name + ": gpuCount must be a non-negative integer";
       return false;
     }
@@ -71,7 +82,13 @@ bool node_spec_from_json(const nlohmann::json& j, NodeSpec* out, std::string* er
     }
     for (auto& [k, v] : j["labels"].items()) out->labels[k] = scalar(v);
   }
-  out->cuda_visible_devices = j.value("cudaVisibleDevices", false);
+  if (j.contains("cudaVisibleDevices")) {
+    if (!j["cudaVisibleDevices"].is_boolean()) {
+      *error = "node " + out->name + ": cudaVisibleDevices must be true or false";
+      return false;
+    }
+    out->cuda_visible_devices = j["cudaVisibleDevices"].get<bool>();
+  }
   return true;
 }
 

@@ -8,7 +8,9 @@
 //   cpu: "64", memory: 512Gi  (optional capacity; defaults 32 / 256Gi)
 //   labels: {k: v}            (extra labels)
 //   cudaVisibleDevices: true  (also export CUDA_VISIBLE_DEVICES to pods; default false)
-// Guarantees: parse errors name the entry and field; node_object() is deterministic.
+// Guarantees: parse errors name the entry and field (an unknown field is an error, so a typo
+//   cannot silently drop a setting); node_object() depends only on the spec, except the
+//   Ready condition's timestamps (now).
 #pragma once
 
 #include <map>

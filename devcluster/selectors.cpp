@@ -1,6 +1,7 @@
 #include "devcluster/selectors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 namespace flotilla::devcluster {
@@ -33,23 +34,15 @@ std::vector<std::string> split_terms(const std::string& text) {
 }
 
 bool parse_equality(const std::string& term, Requirement* r) {
-  size_t p;
-  if ((p = term.find("!=")) != std::string::npos) {
-    r->op = Requirement::Op::not_equals;
+  // "!=" and "==" before "=", which both contain.
+  static const std::pair<const char*, Requirement::Op> ops[] = {
+      {"!=", Requirement::Op::not_equals}, {"==", Requirement::Op::equals}, {"=", Requirement::Op::equals}};
+  for (const auto& [text, op] : ops) {
+    size_t p = term.find(text);
+    if (p == std::string::npos) continue;
+    r->op = op;
     r->key = trim(term.substr(0, p));
-    r->values = {trim(term.substr(p + 2))};
-    return true;
-  }
-  if ((p = term.find("==")) != std::string::npos) {
-    r->op = Requirement::Op::equals;
-    r->key = trim(term.substr(0, p));
-    r->values = {trim(term.substr(p + 2))};
-    return true;
-  }
-  if ((p = term.find('=')) != std::string::npos) {
-    r->op = Requirement::Op::equals;
-    r->key = trim(term.substr(0, p));
-    r->values = {trim(term.substr(p + 1))};
+    r->values = {trim(term.substr(p + std::strlen(text)))};
     return true;
   }
   return false;

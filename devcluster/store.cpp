@@ -100,12 +100,22 @@ bool Store::load(std::string* error) {
     }
     push_window_locked(ev);
   };
+  // Anything unreadable refuses the start: open() would otherwise write a fresh snapshot over
+  // the unread data and delete the log.
+  const std::string refuse = "; refusing to start so that no stored object is lost (restore it from a backup, or "
+                             "move " + options_.dir.string() + " away to start empty)";
   uint64_t snapshot_rv = 0;
-  std::ifstream snap(options_.dir / "snapshot");
+  const std::filesystem::path snap_path = options_.dir / "snapshot";
+  std::ifstream snap(snap_path);
+  const int snap_errno = errno;
+  if (!snap && std::filesystem::exists(snap_path)) {
+    *error = "cannot read " + snap_path.string() + ": " + std::strerror(snap_errno) + refuse;
+    return false;
+  }
   if (snap) {
     std::string line;
     if (!std::getline(snap, line)) {
-      *error = "snapshot in " + options_.dir.string() + " is empty; remove it or restore it from a backup";
+      *error = snap_path.string() + " is empty" + refuse;
       return false;
     }
     try {
@@ -124,23 +134,39 @@ bool Store::load(std::string* error) {
         }
       }
     } catch (const std::exception& e) {
-      *error = "snapshot in " + options_.dir.string() + " is corrupt (" + e.what() + ")";
+      *error = snap_path.string() + " is corrupt (" + e.what() + ")" + refuse;
       return false;
     }
   }
   for (const char* name : {"log.old", "log"}) {
-    std::ifstream log(options_.dir / name);
-    std::string line;
+    const std::filesystem::path path = options_.dir / name;
+    std::ifstream log(path);
+    const int log_errno = errno;
+    if (!log) {
+      if (!std::filesystem::exists(path)) continue;
+      *error = "cannot read " + path.string() + ": " + std::strerror(log_errno) + refuse;
+      return false;
+    }
+    // Only the last line may be torn (a crash mid-write; that write was never acknowledged).
+    // A bad line with records after it is corruption: skipping it would drop those records.
+    std::string line, bad;
+    size_t line_no = 0, bad_line_no = 0;
     while (std::getline(log, line)) {
-      if (line.empty() || line.back() != '}') break;  // a torn last write
-      Json rec;
-      try {
-        rec = Json::parse(line);
-      } catch (...) {
-        break;
+      ++line_no;
+      if (line.empty()) continue;
+      if (!bad.empty()) {
+        *error = path.string() + ": line " + std::to_string(bad_line_no) + " is corrupt (" + bad +
+                 ") and later records follow it" + refuse;
+        return false;
       }
-      if (rec.at("rv").get<uint64_t>() <= snapshot_rv) continue;
-      apply(rec, false);
+      try {
+        Json rec = Json::parse(line);
+        if (rec.at("rv").get<uint64_t>() <= snapshot_rv) continue;
+        apply(rec, false);  // reads every field before it changes anything
+      } catch (const std::exception& e) {
+        bad = e.what();
+        bad_line_no = line_no;
+      }
     }
   }
   return true;
@@ -191,7 +217,12 @@ bool Store::write_snapshot(std::string* error) {
     *error = "cannot write " + tmp.string() + ": " + std::strerror(errno);
     return false;
   }
-  std::filesystem::rename(tmp, options_.dir / "snapshot");
+  std::error_code ec;
+  std::filesystem::rename(tmp, options_.dir / "snapshot", ec);
+  if (ec) {
+    *error = "cannot replace " + (options_.dir / "snapshot").string() + ": " + ec.message();
+    return false;
+  }
   fsync_dir(options_.dir);
   return true;
 }

@@ -6,6 +6,9 @@
 //   process loses nothing) and fdatasync'ed by a background thread within sync_interval; a
 //   restart reloads every object and the retained event window, so watches can resume with
 //   the resourceVersion they had. Objects are immutable once committed (shared_ptr<const>).
+//   open() refuses (false, one line naming the file and line) when the snapshot or the log
+//   cannot be read or is corrupt, and then changes nothing on disk; only a torn last log line
+//   (a write cut short by a crash, never acknowledged) is dropped.
 // Assumes: callers hold lock() around *_locked calls; one process owns the data dir.
 // Caveats: the window counts events, not time; a watch from before it gets 410 Gone. Power
 //   loss may drop the writes of the last sync_interval (the OS had them, the disk not yet).

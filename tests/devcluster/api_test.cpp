@@ -1,6 +1,11 @@
 // devcluster's REST semantics over HTTPS with the kube/net client: error codes and Status
 // bodies, optimistic concurrency, generation, finalizers, owner GC, patches, list/watch.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 
 #include "devcluster_process.h"
 
@@ -96,6 +101,13 @@ TEST_F(DevclusterApi, BadRequestsGetTheRightCodesAndStatusBodies) {
 
   auto [cns, bns] = dc_->call("POST", "/api/v1/namespaces/nowhere/configmaps", Json{{"metadata", {{"name", "x"}}}});
   EXPECT_EQ(cns, 404) << bns.dump();
+
+  // kubectl exec/attach/port-forward ask for subresources devcluster lacks: a Status naming it.
+  auto [cexec, bexec] = dc_->call("POST", "/api/v1/namespaces/default/pods/any/exec?command=true");
+  EXPECT_EQ(cexec, 404) << bexec.dump();
+  EXPECT_EQ(bexec["kind"], "Status");
+  EXPECT_NE(bexec["message"].get<std::string>().find("devcluster does not implement pods/exec"), std::string::npos)
+      << bexec.dump();
 }
 
 TEST_F(DevclusterApi, OptimisticConcurrencyAndGeneration) {
@@ -335,4 +347,90 @@ TEST(DevclusterRestart, ObjectsAndResourceVersionsSurviveAndWatchesResume) {
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"MODIFIED durable", "ADDED later"}));
   EXPECT_EQ(stream->next_line(&line, 500ms), flotilla::kube::net::StreamStatus::timeout) << line;
+}
+
+// A data dir that cannot be read back must not start empty (the next snapshot would erase what
+// it holds): the binary exits non-zero naming the file, and the files stay as they were.
+TEST(DevclusterRestart, CorruptDataDirRefusesToStartAndKeepsTheData) {
+  DevclusterProcess dc("corrupt");
+  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+  ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/configmaps", Json{{"metadata", {{"name", "precious"}}}}).first, 201);
+  ::kill(dc.pid(), SIGKILL);  // the configmap is only in the log now
+  waitpid(dc.pid(), nullptr, 0);
+  dc.stop();
+  const fs::path log = dc.data_dir() / "store" / "log";
+  const std::string good = read_text(log);
+  ASSERT_GT(std::count(good.begin(), good.end(), '\n'), 2);
+  std::string garbled = good;
+  garbled[0] = '#';
+  write_text(log, garbled);
+  auto r = run_command("timeout 20 " + binary() + " --listen 127.0.0.1:0 --data-dir " + dc.data_dir().string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(log.string() + ": line 1 is corrupt"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("refusing to start"), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(log), garbled);
+  write_text(log, good);
+  // A damaged server certificate names the pki directory and the way out.
+  const fs::path cert = dc.data_dir() / "pki" / "server.crt";
+  const std::string good_cert = read_text(cert);
+  write_text(cert, "garbage\n");
+  r = run_command("timeout 20 " + binary() + " --listen 127.0.0.1:0 --data-dir " + dc.data_dir().string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the certificates in " + (dc.data_dir() / "pki").string() + " are damaged"), std::string::npos)
+      << r.output;
+  write_text(cert, good_cert);
+  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+  EXPECT_EQ(dc.call("GET", "/api/v1/namespaces/default/configmaps/precious").first, 200);
+}
+
+// Bad command lines and environments: one line saying what is wrong, a non-zero exit, no hang.
+TEST(DevclusterCli, BadInputGetsOneClearLineAndNonZeroExit) {
+  DevclusterProcess scratch("cli");  // only for its directory
+  const fs::path dir = scratch.dir();
+  auto run = [&](const std::string& args) { return run_command("timeout 20 " + binary() + " " + args); };
+  auto expect = [&](const std::string& args, int code, const std::string& message) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  };
+  const std::string base = "--listen 127.0.0.1:0 --data-dir " + (dir / "data").string();
+  expect("--help", 0, "usage: flotilla-devcluster");
+  expect("admin --help", 0, "usage: flotilla-devcluster");
+  expect("--listen 127.0.0.1:0", 1, "--data-dir is required");
+  expect(base + " --watch-window -5", 2, "--watch-window must be a positive integer (events), got '-5'");
+  expect(base + " --bookmark-interval-ms 5x", 2, "--bookmark-interval-ms must be a positive integer");
+  expect(base + " --frobnicate 1", 2, "unknown flag --frobnicate");
+  expect("--listen 127.0.0.1:99999 --data-dir " + (dir / "data").string(), 1, "port must be a number from 0 to 65535");
+  expect("--listen 127.0.0.1 --data-dir " + (dir / "data").string(), 1, "--listen must be HOST:PORT");
+  expect(base + " --nodes " + (dir / "missing.yaml").string(), 1, "cannot read nodes file");
+  write_text(dir / "typo.yaml", "nodes:\n  - {name: n0, gpuCont: 8}\n");
+  expect(base + " --nodes " + (dir / "typo.yaml").string(), 1, "unknown field `gpuCont`");
+  write_text(dir / "garbled.yaml", "nodes: [{name: n0\n");
+  expect(base + " --nodes " + (dir / "garbled.yaml").string(), 1, "not valid YAML");
+  // Unwritable data dir (its parent is a regular file; chmod would not stop root).
+  write_text(dir / "plain-file", "x");
+  expect("--listen 127.0.0.1:0 --data-dir " + (dir / "plain-file" / "data").string(), 1, "cannot create data dir");
+  // A port in use.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  expect("--listen 127.0.0.1:" + port + " --data-dir " + (dir / "data").string(), 1,
+         "cannot listen on 127.0.0.1:" + port + ": Address already in use");
+  ::close(fd);
+  // admin: a missing kubeconfig, and bad numbers refused before anything is sent.
+  expect("admin cordon n0 --kubeconfig " + (dir / "nope").string(), 1, "cannot read kubeconfig");
+  write_text(dir / "kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                                 "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                                 "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                                 "users: [{name: u, user: {token: t}}]\n");
+  const std::string kc = " --kubeconfig " + (dir / "kubeconfig").string();
+  expect("admin add-node n1 --gpu-count -1" + kc, 2, "--gpu-count must be a non-negative integer, got '-1'");
+  expect("admin watch-window 0" + kc, 2, "watch-window EVENTS must be a positive integer, got '0'");
+  expect("admin explode" + kc, 2, "unknown admin action 'explode'");
 }

@@ -156,6 +156,24 @@ TEST_F(DevclusterPods, PauseAndArgsOnlyContainersDeleteCleanly) {
   EXPECT_TRUE(eventually([&] { return dc.call("GET", "/api/v1/namespaces/default/pods/paused").first == 404; }, 3s));
 }
 
+TEST_F(DevclusterPods, LogTailLinesCountsLinesAndABadValueIs400) {
+  // The last line has no newline: it still counts as a line.
+  ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", pod("printer", "printf 'one\\ntwo\\nthree'", "Never")).first, 201);
+  ASSERT_TRUE(eventually([&] { return phase("printer") == "Succeeded"; })) << get_pod("printer").dump(2);
+  auto log = [&](const std::string& query) {
+    auto r = dc.http().send("GET", "/api/v1/namespaces/default/pods/printer/log" + query, "");
+    return std::make_pair(r.response.status, r.response.body);
+  };
+  EXPECT_EQ(log(""), std::make_pair(200, std::string("one\ntwo\nthree")));
+  EXPECT_EQ(log("?tailLines=2"), std::make_pair(200, std::string("two\nthree")));
+  EXPECT_EQ(log("?tailLines=3"), std::make_pair(200, std::string("one\ntwo\nthree")));
+  EXPECT_EQ(log("?tailLines=9"), std::make_pair(200, std::string("one\ntwo\nthree")));
+  EXPECT_EQ(log("?tailLines=0"), std::make_pair(200, std::string()));
+  auto [code, body] = log("?tailLines=two");
+  EXPECT_EQ(code, 400) << body;
+  EXPECT_NE(body.find("tailLines must be an integer"), std::string::npos) << body;
+}
+
 TEST_F(DevclusterPods, NoProcessOutlivesDevcluster) {
   ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", pod("sleeper", "sleep 300 & wait", "Always")).first, 201);
   ASSERT_TRUE(eventually([&] { return phase("sleeper") == "Running"; }));
