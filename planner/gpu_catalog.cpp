@@ -1,5 +1,7 @@
 #include "planner/gpu_catalog.h"
 
+#include <cmath>
+
 #include <yaml-cpp/yaml.h>
 
 #include "planner/model_spec.h"
@@ -148,6 +150,10 @@ Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
       } catch (const YAML::Exception&) {
         return Result<GpuCatalog>::failure("GPU catalog override: " + name + "." + key + " is not a number");
       }
+      if (!std::isfinite(v)) {
+        return Result<GpuCatalog>::failure("GPU catalog override: " + name + "." + key +
+                                           " is not a finite number");
+      }
       if (v < 0) {
         return Result<GpuCatalog>::failure("GPU catalog override: " + name + "." + key +
                                            " is negative; give a non-negative value");
@@ -160,7 +166,14 @@ Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
       else if (key == "intra_node_bandwidth_bytes_per_s") g.intra_node_bandwidth_bytes_per_s = v;
       else if (key == "inter_node_bandwidth_bytes_per_s") g.inter_node_bandwidth_bytes_per_s = v;
       else if (key == "usd_per_hour") g.usd_per_hour = v;
-      else if (key == "compute_efficiency") g.compute_efficiency = v;
+      else if (key == "compute_efficiency") {
+        // A fraction of peak FLOP/s: 0 made every plan take hours, > 1 beats the hardware.
+        if (v <= 0 || v > 1)
+          return Result<GpuCatalog>::failure("GPU catalog override: " + name +
+                                             ".compute_efficiency must be in (0, 1], the "
+                                             "fraction of peak FLOP/s a layer achieves");
+        g.compute_efficiency = v;
+      }
       else if (key == "runtime_overhead_bytes") g.runtime_overhead_bytes = static_cast<std::int64_t>(v);
       else {
         return Result<GpuCatalog>::failure("GPU catalog override: unknown field '" + key + "' for " + name);

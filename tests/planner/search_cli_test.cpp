@@ -201,6 +201,9 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
            write_cluster("catalog-scalar.yaml", "A100-40: 5\n"),
        "must be a map of fields"},
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
+           write_cluster("catalog-eff.yaml", "A100-40: {compute_efficiency: 0}\n"),
+       "A100-40.compute_efficiency must be in (0, 1]"},
       // A 300-layer spec searched for over a minute, looking hung.
       {"plan --cluster " + cluster + " --model " +
            write_cluster("deep.yaml", "{name: deep, num_layers: 300, hidden: 1024, heads: 16, "
