@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/simulate_flags.h"
 #include "scaler/sim_sweep.h"
 #include "scaler/simulator.h"
 #include "scaler/trace_loader.h"
@@ -22,7 +23,10 @@ namespace {
 using namespace flotilla::scaler;
 
 const char* kUsage =
-    "usage: flotilla simulate --trace FILE [--cluster FILE|auto[:LOAD]]\n"
+    "usage: flotilla simulate availability --trace FILE --model NAME --gpu TYPE ... (see\n"
+    "         `flotilla simulate availability --help`: one job on a GPU pool that follows an\n"
+    "         availability trace)\n"
+    "       flotilla simulate --trace FILE [--cluster FILE|auto[:LOAD]]\n"
     "         [--policy static|greedy|elasticflow|flextrain] [--elastic-fraction F] [--seed N]\n"
     "         [--consistency strict|relaxed] [--min-gpus N] [--p-th P] [--window-h H]\n"
     "         [--cap-factor K] [--lose-node T:INDEX]... [--join-node T:INDEX]... [--json]\n"
@@ -38,17 +42,8 @@ const char* kUsage =
     "  --plot      also runs all four policies at 10/20/40/60 % elastic and writes a figure like\n"
     "              FlexTrain Fig. 11 (needs gnuplot)\n";
 
-// Finite numbers only: strtod also reads "nan" and "inf", which slip past every range check.
-bool parse_number(const std::string& s, double& out) {
-  char* end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return !s.empty() && end && *end == '\0' && std::isfinite(out);
-}
-
-// A whole number in [lo, hi]; casting a larger double to an integer is undefined behaviour.
-bool parse_whole(const std::string& s, double lo, double hi, double& out) {
-  return parse_number(s, out) && out == std::floor(out) && out >= lo && out <= hi;
-}
+using flotilla::cli::parse_number;
+using flotilla::cli::parse_whole;
 
 bool parse_node_event(const std::string& s, bool join, NodeEvent& e) {
   const auto colon = s.find(':');
@@ -96,6 +91,8 @@ nlohmann::json metrics_json(const SimMetrics& m) {
 int run(const std::vector<std::string>& args) {
   std::string trace_path, cluster_spec = "auto", plot_path;
   bool json = false;
+  if (!args.empty() && args.front() == "availability")
+    return flotilla::cli::run_simulate_availability({args.begin() + 1, args.end()});
   SimOptions opt;
   auto bad = [](const std::string& msg) {
     std::fprintf(stderr, "flotilla simulate: %s\n", msg.c_str());

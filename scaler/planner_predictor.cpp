@@ -13,14 +13,33 @@ namespace flotilla::scaler {
 namespace {
 struct PlannerWorld {
   planner::GpuCatalog catalog = planner::builtin_gpu_catalog();
+  std::shared_ptr<const planner::ProfileSet> profiles;  // kept alive for `compute`
   planner::ComputeModel compute{nullptr};
   planner::NetworkModel network = planner::default_network_model();
 };
+
+planner::GpuCatalog with_node_size(const planner::GpuCatalog& catalog, const std::string& gpu,
+                                   int gpus_per_node) {
+  std::vector<planner::GpuType> types = catalog.types();
+  const planner::GpuType* wanted = catalog.find(gpu);
+  for (auto& t : types)
+    if (wanted && t.name == wanted->name) t.gpus_per_node = gpus_per_node;
+  return planner::GpuCatalog(std::move(types));
+}
 }  // namespace
 
 PlannerPredictor make_planner_predictor(const PlannerJob& job) {
   PlannerPredictor out;
   auto world = std::make_shared<PlannerWorld>();
+  if (job.gpus_per_node < 0) {
+    out.error = "gpus_per_node must be >= 0 (0 = the catalog's node size)";
+    return out;
+  }
+  if (job.gpus_per_node > 0)
+    world->catalog = with_node_size(world->catalog, job.gpu_type, job.gpus_per_node);
+  world->profiles = job.profiles;
+  world->compute = planner::ComputeModel(world->profiles.get());
+  if (job.network) world->network = *job.network;
   const planner::GpuType* gpu = world->catalog.find(job.gpu_type);
   if (!gpu) {
     out.error = "unknown GPU type '" + job.gpu_type + "' for the planner-backed predictor";

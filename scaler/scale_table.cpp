@@ -95,7 +95,9 @@ ScaleTableResult build_scale_table(const ElasticModel& model, const ScaleTablePa
   }
   table.entries.push_back(
       ScaleCandidate{initial.gpus(), initial, base.iteration_s, *base_model, 1.0, 1.0});
-  auto filtered = filter_scale_candidates(above, params.filter);
+  FilteredCandidates filtered;
+  if (params.filter_above_initial) filtered = filter_scale_candidates(above, params.filter);
+  else filtered.kept = above;
   for (auto& c : filtered.kept) table.entries.push_back(c);
   table.rejected = std::move(filtered.rejected);
   out.table = std::move(table);

@@ -31,6 +31,9 @@ struct ScaleTableParams {
   int cap_gpus = 0;          // 0: cap_factor x the initial count
   double cap_factor = 4.0;
   ScaleFilterParams filter;
+  // false keeps every count above the initial one unfiltered too: the table is then simply the
+  // best layout per GPU count (the availability replay, where the benefit check is the filter).
+  bool filter_above_initial = true;
 };
 
 using ScaleEntry = ScaleCandidate;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace flotilla::scaler {
 
 namespace {
@@ -50,6 +52,15 @@ std::string open_input(const std::string& path, const std::string& what, const s
   in.open(path);
   if (!in) return "cannot read " + what + " " + path + ": check the path (" + flag + " FILE)";
   return {};
+}
+
+// "trace F line N: <what> must be in [0, 315576000] s (10 years); got X" or "" when in range.
+std::string time_limit_error(const std::string& where, const std::string& what, double v) {
+  if (v >= 0 && v <= kMaxTraceSeconds) return {};
+  std::ostringstream os;
+  os << where << ": " << what << " must be in [0, " << static_cast<long long>(kMaxTraceSeconds)
+     << "] s (10 years); got " << v;
+  return os.str();
 }
 
 int column(const std::vector<std::string>& header, const std::string& name) {
@@ -128,6 +139,15 @@ TraceLoad load_trace(const std::string& path) {
         continue;
       }
     }
+    const std::string where = "trace " + path + " line " + std::to_string(line_no);
+    if (auto e = time_limit_error(where, "duration", dur); !e.empty()) {
+      out.error = e;
+      return out;
+    }
+    if (auto e = time_limit_error(where, "submission time", submit); !e.empty()) {
+      out.error = e;
+      return out;
+    }
     if (gpus < 1) {
       ++out.skipped_rows;
       continue;
@@ -142,6 +162,51 @@ TraceLoad load_trace(const std::string& path) {
   }
   std::stable_sort(out.jobs.begin(), out.jobs.end(),
                    [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
+  return out;
+}
+
+AvailabilityLoad load_availability_trace(const std::string& path) {
+  AvailabilityLoad out;
+  std::ifstream in;
+  out.error = open_input(path, "availability trace", "--trace", in);
+  if (!out.error.empty()) return out;
+  const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string shape = " [{\"Time\": seconds, \"GPUs\": count}, ...]";
+  if (doc.is_discarded() || !doc.is_array()) {
+    out.error = "availability trace " + path + " is not a JSON array; expected" + shape;
+    return out;
+  }
+  if (doc.empty()) {
+    out.error = "availability trace " + path + " has no rows; expected" + shape;
+    return out;
+  }
+  double last = -1;
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const auto& row = doc[i];
+    const std::string where = "availability trace " + path + " row " + std::to_string(i);
+    if (!row.is_object() || !row.contains("Time") || !row.contains("GPUs") ||
+        !row["Time"].is_number() || !row["GPUs"].is_number()) {
+      out.error = where + ": expected {\"Time\": seconds, \"GPUs\": count}";
+      return out;
+    }
+    const double t = row["Time"].get<double>();
+    const double g = row["GPUs"].get<double>();
+    if (auto e = time_limit_error(where, "Time", t); !e.empty()) {
+      out.error = e;
+      return out;
+    }
+    if (!(g == std::floor(g) && g >= 0 && g <= kMaxGpuCount)) {
+      out.error = where + ": GPUs must be a whole number in [0, 2^20]";
+      return out;
+    }
+    if (t < last) {
+      out.error = where + ": Time goes backwards (" + std::to_string(t) + " after " +
+                  std::to_string(last) + "); rows must be in time order";
+      return out;
+    }
+    last = t;
+    out.points.push_back({t, static_cast<int>(g)});
+  }
   return out;
 }
 

@@ -12,6 +12,11 @@
 //          (count = GPUs on that node) and/or `pools: [{gpu, nodes, gpus_per_node, zone}]`.
 //   Alibaba node list CSV `sn,cpu_milli,memory_mib,gpu,model`; nodes with 0 GPUs are dropped.
 // GPU counts (num_gpu, gpu) must be whole numbers in [0, 2^20]; anything else is an error.
+// Times: a job's duration and submission time, and an availability row's time, must lie in
+//   [0, kMaxTraceSeconds] (10 years): a larger one is a unit or typo error (1e300 s would also
+//   overflow every sum downstream), refused with one line naming the file, the row and the limit.
+// Availability traces (Sailor): a JSON array `[{"Time": s, "GPUs": n}, ...]`, times
+//   non-decreasing; the GPUs free to one job from that time until the next row.
 //   `auto:<trace>` is resolved by the caller with auto_cluster().
 // Guarantees: never throws; errors come back as one line naming the file, the line and the fix.
 #pragma once
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "scaler/availability_replay.h"
 #include "scaler/simulator.h"
 
 namespace flotilla::scaler {
@@ -34,7 +40,15 @@ struct ClusterLoad {
   std::string error;
 };
 
+inline constexpr double kMaxTraceSeconds = 10 * 365.25 * 86400;  // 10 years
+
+struct AvailabilityLoad {
+  std::vector<AvailabilityPoint> points;
+  std::string error;
+};
+
 TraceLoad load_trace(const std::string& path);
+AvailabilityLoad load_availability_trace(const std::string& path);
 ClusterLoad load_cluster(const std::string& path);
 
 // The default cluster for a trace with no cluster given (documented in docs/simulator.md):

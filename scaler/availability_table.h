@@ -1,0 +1,32 @@
+// The scale table of the availability replay: the planner's best plan for every GPU count from
+// the smallest feasible one up to the most GPUs the trace ever offers.
+//
+// For a dense planner model on one GPU type it searches, with the planner's evaluate() (through
+// make_planner_predictor: per-rank memory, 1F1B time, p2p and DP all-reduce; Sailor's measured
+// profiles when the job carries them), every layout dp x pp (relaxed: DP over the divisors of the
+// global batch; strict: PP only at the smallest feasible DP) and keeps, per count, the fastest
+// feasible one with its uneven layer split. No §4.4.4 filter: in this replay the benefit check
+// is what keeps a job from restarting for a small gain, and that is what is measured.
+// Guarantees: pure; entries ascend in GPU count, every entry feasible; initial = the smallest
+//   feasible layout (speedups are relative to it); cap_gpus = max_gpus. One error line when the
+//   model, GPU or sizes are unusable or nothing fits on max_gpus GPUs.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "scaler/planner_predictor.h"
+#include "scaler/scale_table.h"
+
+namespace flotilla::scaler {
+
+struct AvailabilityTable {
+  std::optional<ScaleTable> table;
+  ElasticModel model;  // L, global batch, checkpoint bytes (restart estimate)
+  std::string error;
+};
+
+AvailabilityTable build_availability_table(const PlannerJob& job, int max_gpus,
+                                           Consistency consistency = Consistency::relaxed);
+
+}  // namespace flotilla::scaler
