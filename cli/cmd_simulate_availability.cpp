@@ -17,10 +17,9 @@
 #include "common/data_path.h"
 #include "planner/gpu_catalog.h"
 #include "planner/model_spec.h"
-#include "planner/network_io.h"
-#include "planner/profile_io.h"
 #include "scaler/availability_replay.h"
 #include "scaler/availability_table.h"
+#include "scaler/sailor_job_loader.h"
 #include "scaler/trace_loader.h"
 
 namespace flotilla::cli {
@@ -155,8 +154,8 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   }
   if (trace_path.empty() || model_name.empty() || gpu.empty())
     return bad("--trace FILE, --model NAME and --gpu TYPE are required (see --help)");
-  const auto spec = planner::find_preset(model_name);
-  if (!spec) return bad("unknown model '" + model_name + "': use a planner preset (e.g. OPT-350, GPT-Neo-2.7)");
+  if (!planner::find_preset(model_name))
+    return bad("unknown model '" + model_name + "': use a planner preset (e.g. OPT-350, GPT-Neo-2.7)");
 
   auto resolve = [](const std::string& given, const char* relative) -> std::optional<std::string> {
     if (!given.empty()) return given;
@@ -178,17 +177,9 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   }
   const auto trace = load_availability_trace(trace_path);
   if (!trace.error.empty()) return bad(trace.error), 1;
-  auto profiles = planner::load_profile_dir(*prof);
-  if (!profiles.ok()) return bad("--profiles: " + profiles.error()), 1;
-  auto network = planner::load_network_dir(*net);
-  if (!network.ok()) return bad("--network: " + network.error()), 1;
-
-  PlannerJob job;
-  job.model = *spec;
-  job.gpu_type = gpu;
-  job.global_batch = gbs;
-  job.profiles = std::make_shared<const planner::ProfileSet>(std::move(profiles.value()));
-  job.network = std::make_shared<const planner::NetworkModel>(std::move(network.value()));
+  auto loaded = load_sailor_planner_job(model_name, gpu, gbs, *prof, *net);
+  if (!loaded.error.empty()) return bad(loaded.error), 1;
+  PlannerJob& job = loaded.job;
   job.gpus_per_node = gpus_per_node;
   int max_gpus = 0;
   for (const auto& p : trace.points) max_gpus = std::max(max_gpus, p.gpus);
@@ -202,7 +193,7 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   params.global_batch = gbs;
   if (gpus_per_node > 0) params.overhead.gpus_per_node = gpus_per_node;
   else if (const auto* g = planner::builtin_gpu_catalog().find(gpu)) params.overhead.gpus_per_node = g->gpus_per_node;
-  const bool profiled = job.profiles->find(job.model, gpu) != nullptr;
+  const bool profiled = loaded.profiled;
 
   std::vector<AvailabilityResult> results;
   for (auto p : policies) {
@@ -225,7 +216,7 @@ int run_simulate_availability(const std::vector<std::string>& args) {
     for (const auto& r : results) pols.push_back(result_json(r));
     nlohmann::json out = {{"trace", trace_path},
                           {"rows", trace.points.size()},
-                          {"model", spec->name},
+                          {"model", job.model.name},
                           {"gpu", gpu},
                           {"gpus_per_node", params.overhead.gpus_per_node},
                           {"global_batch", gbs},
@@ -247,7 +238,7 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   char restart_text[64] = "estimated per transition";
   if (restart_s) std::snprintf(restart_text, sizeof restart_text, "%g s", *restart_s);
   std::printf("job %s on %s (%s), global batch %d, %s; restart %s; λ window %.2f h, P_th %.2f\n",
-              spec->name.c_str(), gpu.c_str(), profiled ? "Sailor profile" : "FLOP estimate, no profile",
+              job.model.name.c_str(), gpu.c_str(), profiled ? "Sailor profile" : "FLOP estimate, no profile",
               gbs, consistency.c_str(), restart_text, params.window_s / 3600,
               params.benefit.threshold_probability);
   std::printf("  plans:");

@@ -9,10 +9,9 @@
 
 #include "common/data_path.h"
 #include "planner/model_spec.h"
-#include "planner/network_io.h"
-#include "planner/profile_io.h"
 #include "scaler/availability_replay.h"
 #include "scaler/availability_table.h"
+#include "scaler/sailor_job_loader.h"
 #include "scaler/trace_loader.h"
 
 using namespace flotilla;
@@ -31,28 +30,17 @@ std::optional<AvailabilityTable> planner_table(const char* model, int max_gpus, 
     *skip = flotilla::data_missing_message(!prof ? "sailor/profiles" : "sailor/network");
     return std::nullopt;
   }
-  static std::shared_ptr<const planner::ProfileSet> profiles;
-  static std::shared_ptr<const planner::NetworkModel> network;
-  if (!profiles) {
-    auto p = planner::load_profile_dir(prof->string());
-    auto n = planner::load_network_dir(net->string());
-    if (!p.ok() || !n.ok()) {
-      *skip = "cannot load Sailor data: " + (p.ok() ? n.error() : p.error());
-      return std::nullopt;
-    }
-    profiles = std::make_shared<const planner::ProfileSet>(std::move(p.value()));
-    network = std::make_shared<const planner::NetworkModel>(std::move(n.value()));
+  const auto loaded = load_sailor_planner_job(model, "A100-40", gbs, prof->string(), net->string());
+  EXPECT_TRUE(loaded.error.empty()) << loaded.error;
+  if (!loaded.error.empty()) {
+    *skip = loaded.error;
+    return std::nullopt;
   }
-  PlannerJob job;
-  job.model = *planner::find_preset(model);
-  job.gpu_type = "A100-40";
-  job.global_batch = gbs;
-  job.profiles = profiles;
-  job.network = network;
+  EXPECT_TRUE(loaded.profiled) << "the replay should use a measured profile";
+  const PlannerJob& job = loaded.job;
   auto t = build_availability_table(job, max_gpus);
   EXPECT_TRUE(t.table) << t.error;
   if (!t.table) return std::nullopt;
-  EXPECT_NE(profiles->find(job.model, "A100-40"), nullptr) << "the replay should use a measured profile";
   return t;
 }
 
