@@ -8,10 +8,14 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/data_path.h"
 
 namespace fs = std::filesystem;
 
@@ -143,4 +147,79 @@ TEST(ScalerCliSimulate, GarbledNumbersAndStrayWordsAreOneLine) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["cluster_gpus"], 24);
   fs::remove_all(dir);
   fs::remove(trace);
+}
+
+// `flotilla simulate availability`: the short-gain trace of availability_test.cpp through the real
+// binary. With restart 60 s, P_th 0.95 and a 600-s window, flextrain refuses the 10-s gain at
+// 1000 s and ends 70 s x X4 ahead of greedy, X4 = the fastest plan on <= 4 GPUs (from the
+// command's own plan list; the difference is computed here, not printed by the command).
+TEST(ScalerCliSimulateAvailability, ShortGainByHandThroughTheBinary) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
+  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
+    GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  const auto trace = write("avail.json",
+                           R"([{"Time":0,"GPUs":8},{"Time":500,"GPUs":4},{"Time":1000,"GPUs":8},)"
+                           R"({"Time":1010,"GPUs":4},{"Time":2000,"GPUs":4}])");
+  const auto r = run("availability --trace " + trace.string() +
+                     " --model OPT-350 --gpu A100-40 --restart-seconds 60 --p-th 0.95"
+                     " --window-h 0.16666666666666666 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"], "OPT-350M");
+  EXPECT_TRUE(j["profiled"].get<bool>());
+  double x4 = 0;
+  for (const auto& p : j["plans"])
+    if (p["gpus"].get<int>() <= 4) x4 = std::max(x4, p["samples_per_s"].get<double>());
+  ASSERT_GT(x4, 0);
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& p : j["policies"]) by[p["policy"].get<std::string>()] = p;
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_EQ(by["greedy"]["restarts"], 3);
+  EXPECT_EQ(by["flextrain"]["restarts"], 1);
+  EXPECT_EQ(by["static"]["restarts"], 1);
+  EXPECT_NEAR(by["flextrain"]["samples"].get<double>() - by["greedy"]["samples"].get<double>(),
+              70 * x4, 1e-6 * by["flextrain"]["samples"].get<double>());
+  bool refused = false;
+  for (const auto& d : by["flextrain"]["decisions"])
+    if (d["action"] == "refused") {
+      refused = true;
+      EXPECT_EQ(d["time_s"], 1000);
+      EXPECT_NEAR(d["benefit_check"]["lambda_per_s"].get<double>(), 1.0 / 600, 1e-9);
+      EXPECT_EQ(d["benefit_check"]["overhead_s"], 60);
+    }
+  EXPECT_TRUE(refused);
+  fs::remove(trace);
+}
+
+TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
+  struct Case {
+    std::string args;
+    int status;
+    const char* says;
+  };
+  const auto absurd = write("absurd.json", R"([{"Time":0,"GPUs":4},{"Time":1e300,"GPUs":2}])");
+  const auto ok = write("ok.json", R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":2}])");
+  const bool data = flotilla::data_path("sailor/profiles") && flotilla::data_path("sailor/network");
+  std::vector<Case> cases = {
+      {"availability --model OPT-350 --gpu A100-40", 2, "are required"},
+      {"availability --trace t.json --model OPT-350 --gpu A100-40 --policy fastest", 2, "unknown policy"},
+      {"availability --trace t.json --model OPT-350 --gpu A100-40 --gpus-per-node 0", 2, "--gpus-per-node"},
+      {"availability --trace t.json --model OPT-350 --gpu A100-40 --restart-seconds -1", 2, "--restart-seconds"},
+      {"availability --trace t.json --model no-such --gpu A100-40", 2, "unknown model"},
+      {"availability --trace t.json --model OPT-350 --gpu A100-40 --bogus 1", 2, "unknown option"},
+  };
+  if (data) {
+    cases.push_back({"availability --trace " + absurd.string() + " --model OPT-350 --gpu A100-40", 1, "row 1"});
+    cases.push_back({"availability --trace /nonexistent.json --model OPT-350 --gpu A100-40", 1, "cannot read"});
+    cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu A100-40 --profiles /nonexistent", 1, "profiles"});
+  }
+  for (const auto& c : cases) {
+    const auto r = run(c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << c.args << "\n" << r.out;
+  }
+  fs::remove(absurd);
+  fs::remove(ok);
 }
