@@ -468,8 +468,10 @@ class Simulation {
 
   // An elastic job: HAS over its ranked types (fastest first), the first type it fits on,
   // best-fit placed. A job without a model runs equally well on any allowed type, so it takes
-  // the best fit over all of them: the placement whose first node is left with the fewest free
-  // GPUs (ties: node-list order of the type).
+  // the best placement over all of them: fewest nodes first (HAS keeps a job on one node when
+  // one can hold it; without this, an 8-GPU pod spanned four 2-GPU P100 nodes while whole 8-GPU
+  // nodes of another type were idle), then the first node left with the fewest free GPUs (best
+  // fit), ties: node-list order of the type.
   bool place_head(Job& head, double now) {
     std::optional<Allocation> best;
     int best_type = -1, best_left = 0;
@@ -482,7 +484,7 @@ class Simulation {
         break;
       }
       const int left = cluster_.free_on(a->front().first) - a->front().second;
-      if (!best || left < best_left) {
+      if (!best || a->size() < best->size() || (a->size() == best->size() && left < best_left)) {
         best = std::move(a);
         best_type = type;
         best_left = left;
