@@ -82,6 +82,26 @@ TEST(ScalerAvailabilityTable, OnePlannerPlanPerCountFromTheProfile) {
   EXPECT_LT(t.find(16)->iteration_s, t.find(8)->iteration_s);
 }
 
+// --gpus-per-node reaches the planner: on 8-GPU A100-40 nodes OPT-350M's DP-8 all-reduce stays
+// on NVLink (300 GB/s) instead of the 12.5 GB/s inter-node link of the catalog's 4-GPU nodes, so
+// the same dp8 layout iterates faster; a 4-GPU layout, inside one node either way, is unchanged.
+TEST(ScalerAvailabilityTable, NodeSizeReachesThePlannersNetworkModel) {
+  const auto prof = flotilla::data_path("sailor/profiles");
+  const auto net = flotilla::data_path("sailor/network");
+  if (!prof || !net) GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  auto loaded = load_sailor_planner_job("OPT-350", "A100-40", 2048, prof->string(), net->string());
+  ASSERT_TRUE(loaded.error.empty()) << loaded.error;
+  const auto four = make_planner_predictor(loaded.job);
+  loaded.job.gpus_per_node = 8;
+  const auto eight = make_planner_predictor(loaded.job);
+  ASSERT_TRUE(four.error.empty() && eight.error.empty());
+  const ParallelConfig dp8{8, 1, 1, 1}, dp4{4, 1, 1, 1};
+  EXPECT_LT(eight.predictor(dp8).iteration_s, four.predictor(dp8).iteration_s);
+  EXPECT_DOUBLE_EQ(eight.predictor(dp4).iteration_s, four.predictor(dp4).iteration_s);
+  loaded.job.gpus_per_node = -1;
+  EXPECT_FALSE(make_planner_predictor(loaded.job).error.empty());
+}
+
 // GPUs 8 -> 4 at 500 s (a drop both policies must follow), back to 8 at 1000 s for only 10 s,
 // then 4 until 2000 s. Restart 60 s, P_th 0.95, λ window 600 s. At 1000 s λ = 1 drop / 600 s,
 // so P(idle > S/(S-1) x 60 s) = exp(-S/(S-1) / 10) <= exp(-0.1) = 0.905 < 0.95 for any S > 1:
