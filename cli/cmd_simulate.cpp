@@ -128,20 +128,18 @@ int run(const std::vector<std::string>& args) {
         return bad("--seed must be a whole number in [0, 2^53], got '" + v + "'");
       opt.seed = static_cast<std::uint64_t>(x);
     } else if (a == "--consistency") {
-      if (v != "strict" && v != "relaxed") return bad("--consistency is strict or relaxed");
-      opt.table.consistency = v == "strict" ? Consistency::strict : Consistency::relaxed;
+      bool strict = true;
+      if (const auto e = flotilla::cli::parse_consistency(v, strict); !e.empty()) return bad(e);
+      opt.table.consistency = strict ? Consistency::strict : Consistency::relaxed;
     } else if (a == "--min-gpus") {
       if (!parse_whole(v, 1, INT_MAX, x))
         return bad("--min-gpus must be a whole number >= 1, got '" + v + "'");
       opt.min_gpus = static_cast<int>(x);
     } else if (a == "--p-th") {
-      if (!parse_number(v, x) || x <= 0 || x >= 1) return bad("--p-th must be in (0, 1)");
+      if (const auto e = flotilla::cli::parse_p_th(v, x); !e.empty()) return bad(e);
       opt.benefit.threshold_probability = x;
     } else if (a == "--window-h") {
-      // 1e308 hours passes as a number but is infinite in seconds.
-      if (!parse_number(v, x) || x <= 0 || !std::isfinite(x * 3600))
-        return bad("--window-h must be a number of hours > 0, got '" + v + "'");
-      opt.window_s = x * 3600;
+      if (const auto e = flotilla::cli::parse_window_h(v, opt.window_s); !e.empty()) return bad(e);
     } else if (a == "--cap-factor") {
       if (!parse_number(v, x) || x < 1) return bad("--cap-factor must be >= 1");
       opt.table.cap_factor = x;

@@ -141,15 +141,14 @@ int run_simulate_availability(const std::vector<std::string>& args) {
         return bad("--gbs must be a whole number in [1, 2^24], got '" + v + "'");
       gbs = static_cast<int>(x);
     } else if (a == "--consistency") {
-      if (v != "strict" && v != "relaxed") return bad("--consistency is strict or relaxed");
+      bool strict = false;
+      if (const auto e = parse_consistency(v, strict); !e.empty()) return bad(e);
       consistency = v;
     } else if (a == "--p-th") {
-      if (!parse_number(v, x) || x <= 0 || x >= 1) return bad("--p-th must be in (0, 1)");
+      if (const auto e = parse_p_th(v, x); !e.empty()) return bad(e);
       params.benefit.threshold_probability = x;
     } else if (a == "--window-h") {
-      if (!parse_number(v, x) || x <= 0 || !std::isfinite(x * 3600))
-        return bad("--window-h must be a number of hours > 0, got '" + v + "'");
-      params.window_s = x * 3600;
+      if (const auto e = parse_window_h(v, params.window_s); !e.empty()) return bad(e);
     }
   }
   if (trace_path.empty() || model_name.empty() || gpu.empty())
