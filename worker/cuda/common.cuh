@@ -40,5 +40,7 @@ __device__ inline float warp_max(float v) {
 
 // Rows per chunk for the deterministic column sums.
 inline constexpr int kColumnChunkRows = 128;
+// The hardware limit on gridDim.y and gridDim.z (gridDim.x allows 2^31 - 1).
+inline constexpr int kMaxGridY = 65535;
 
 }  // namespace flotilla::worker::cuda
