@@ -117,7 +117,13 @@ class CudaBackend final : public Backend {
 namespace cuda {
 void* scratch_alloc(std::size_t bytes) {
   void* p = nullptr;
-  FLOTILLA_CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, 0));
+  const cudaError_t err = cudaMallocAsync(&p, bytes ? bytes : 1, 0);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky, but leave nothing behind for the next launch check
+    throw OutOfMemoryError("out of GPU memory: could not allocate " + bytes_text(bytes) +
+                           " (cudaMallocAsync)");
+  }
+  check(err, "cudaMallocAsync(scratch)");
   return p;
 }
 void scratch_free(void* p) {

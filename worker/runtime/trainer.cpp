@@ -252,6 +252,8 @@ int RankRunner::run() {
       train_step(step);
       bool periodic = o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0;
       if (stop_ || step + 1 == o_.steps || periodic) checkpoint(step + 1);
+    } catch (const OutOfMemoryError& e) {
+      throw OutOfMemoryError("step " + std::to_string(step) + ": " + e.what());
     } catch (const std::exception& e) {
       throw std::runtime_error("step " + std::to_string(step) + ": " + e.what());
     }
