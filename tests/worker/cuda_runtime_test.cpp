@@ -19,6 +19,7 @@
 
 #include "tests/worker/runtime_test_support.h"
 #include "worker/model/backend.h"
+#include "worker/runtime/process_group.h"
 
 namespace flotilla::worker {
 namespace {
@@ -117,6 +118,27 @@ TEST_F(CudaRuntime, DataParallelTwoThenOneOverTcpMatchesUninterruptedBitForBit) 
   auto second = run("elastic", "--dp 1 --virtual-shards 2", 6);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_EQ(loss("elastic"), loss("base"));
+}
+
+// torchrun-style start (no launcher to resolve --comm auto): two `flotilla-worker rank`
+// processes that both see GPU 0 must agree on TCP (their GPU UUIDs collide) instead of
+// failing in ncclCommInitRank, and log the same losses as the launcher's run.
+TEST_F(CudaRuntime, RanksStartedWithoutTheLauncherAgreeOnTcpWhenSharingAGpu) {
+  auto launched = run("launched", "--pp 2", 3);
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  const std::string args = " rank --model small --backend cuda --comm auto --pp 2 --data " +
+                           data_.string() + " --checkpoint-dir " + (dir_ / "ck_manual").string() +
+                           " --loss-log " + (dir_ / "loss_manual.txt").string() + " --progress " +
+                           (dir_ / "progress_manual.jsonl").string() +
+                           " --checkpoint-every 3 --steps 3";
+  const std::string env = "CUDA_VISIBLE_DEVICES=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(pick_free_port());
+  auto r = run_command("(RANK=0 LOCAL_RANK=0 " + env + " " + worker_binary() + args + ") & p0=$!; " +
+                       "(RANK=1 LOCAL_RANK=1 " + env + " " + worker_binary() + args + ") & p1=$!; " +
+                       "wait $p0; r0=$?; wait $p1; r1=$?; exit $((r0 | r1))");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(progress("manual"), "\"comm\":\"tcp\""), 2) << progress("manual");
+  EXPECT_EQ(loss("manual"), loss("launched"));
 }
 
 }  // namespace

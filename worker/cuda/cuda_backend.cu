@@ -147,6 +147,20 @@ std::string cuda_device_name() {
   return prop.name;
 }
 
+std::string cuda_device_uuid() {
+  if (cuda_visible_device_count() == 0) return {};
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {};
+  static const char* hex = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    const auto b = static_cast<unsigned char>(prop.uuid.bytes[i]);
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(std::string* error, bool allow_tf32) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

@@ -110,6 +110,8 @@ std::unique_ptr<Backend> make_backend(std::string_view name, std::string* error)
 bool cuda_compiled();
 // Number of visible CUDA devices (0 when not compiled with CUDA or none present).
 int cuda_device_count();
+// UUID of this process's CUDA device 0, empty when there is none (or no CUDA in this build).
+std::string cuda_device_identity();
 
 // A typed owning buffer on a backend. Move-only.
 template <class T>

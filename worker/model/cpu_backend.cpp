@@ -163,6 +163,14 @@ int cuda_device_count() {
 #endif
 }
 
+std::string cuda_device_identity() {
+#if FLOTILLA_HAVE_CUDA
+  return cuda_device_uuid();
+#else
+  return {};
+#endif
+}
+
 std::unique_ptr<Backend> make_backend(std::string_view name, std::string* error) {
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda" || name == "cuda-tf32") {
