@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "tests/worker/runtime_test_support.h"
@@ -64,6 +65,21 @@ class CudaRuntime : public ::testing::Test {
     while (in >> step >> hex >> dec) out.push_back(std::strtod(dec.c_str(), nullptr));
     return out;
   }
+  // The uninterrupted 6-step job under `base`, then the same job as `before` for 3 steps and
+  // `after` from its step-3 checkpoint: the loss logs must be the same bytes. Every rank of
+  // every run must have used TCP (one GPU).
+  void expect_rescale_matches(const std::string& base, const std::string& before,
+                              const std::string& after) {
+    for (const auto& [job, layout, steps] : {std::tuple{"base", base, 6},
+                                             std::tuple{"elastic", before, 3},
+                                             std::tuple{"elastic", after, 6}}) {
+      auto r = run(job, layout, steps);
+      ASSERT_EQ(r.exit_code, 0) << layout << ": " << r.output;
+    }
+    EXPECT_EQ(count_lines(dir_ / "loss_base.txt"), 6);
+    EXPECT_EQ(progress("elastic").find("\"comm\":\"nccl\""), std::string::npos);
+    EXPECT_EQ(loss("elastic"), loss("base"));
+  }
   fs::path dir_, data_;
 };
 
@@ -99,25 +115,12 @@ TEST_F(CudaRuntime, LossesAgreeWithTheCpuReferenceButAreTheirOwnBits) {
 }
 
 TEST_F(CudaRuntime, PipelineTwoThenOneMatchesUninterruptedBitForBit) {
-  auto base = run("base", "--pp 1", 6);
-  ASSERT_EQ(base.exit_code, 0) << base.output;
-  auto first = run("elastic", "--pp 2", 3);
-  ASSERT_EQ(first.exit_code, 0) << first.output;
-  auto second = run("elastic", "--pp 1", 6);
-  ASSERT_EQ(second.exit_code, 0) << second.output;
-  EXPECT_EQ(count_lines(dir_ / "loss_base.txt"), 6);
-  EXPECT_EQ(loss("elastic"), loss("base"));
+  expect_rescale_matches("--pp 1", "--pp 2", "--pp 1");
 }
 
 TEST_F(CudaRuntime, DataParallelTwoThenOneOverTcpMatchesUninterruptedBitForBit) {
-  auto base = run("base", "--dp 1 --virtual-shards 2", 6);
-  ASSERT_EQ(base.exit_code, 0) << base.output;
-  auto first = run("elastic", "--dp 2 --virtual-shards 2", 3);
-  ASSERT_EQ(first.exit_code, 0) << first.output;
-  EXPECT_EQ(count_of(progress("elastic"), "\"comm\":\"tcp\""), 2) << progress("elastic");
-  auto second = run("elastic", "--dp 1 --virtual-shards 2", 6);
-  ASSERT_EQ(second.exit_code, 0) << second.output;
-  EXPECT_EQ(loss("elastic"), loss("base"));
+  const std::string v = " --virtual-shards 2";
+  expect_rescale_matches("--dp 1" + v, "--dp 2" + v, "--dp 1" + v);
 }
 
 // torchrun-style start (no launcher to resolve --comm auto): two `flotilla-worker rank`
