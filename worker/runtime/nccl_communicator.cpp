@@ -44,6 +44,7 @@ void NcclCommunicator::recv_host(Channel, int, float*, std::size_t, const std::s
 void NcclCommunicator::send_device(Channel, int, const float*, std::size_t) {}
 void NcclCommunicator::recv_device(Channel, int, float*, std::size_t, const std::string&) {}
 void NcclCommunicator::wait_sends() {}
+void NcclCommunicator::reserve_staging(std::size_t, int) {}
 
 #else
 
@@ -374,6 +375,15 @@ void NcclCommunicator::send_device(Channel channel, int peer, const float* devic
 void NcclCommunicator::recv_device(Channel channel, int peer, float* device, std::size_t count,
                                    const std::string& what) {
   impl_->receive(channel, peer, device, count, what);
+}
+
+void NcclCommunicator::reserve_staging(std::size_t count, int buffers) {
+  const std::size_t bytes = count * sizeof(float);
+  for (int i = 0; i < buffers; ++i) {
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc of a staging buffer (reserve)");
+    impl_->free_staging.emplace_back(p, bytes);
+  }
 }
 
 void NcclCommunicator::wait_sends() {

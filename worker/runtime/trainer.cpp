@@ -236,6 +236,8 @@ int RankRunner::run() {
   const auto t_load = std::chrono::steady_clock::now();
   auto [first_unit, end_unit] = layout_.stage_units[static_cast<std::size_t>(stage_)];
   model_ = std::make_unique<Stage>(o_.model, first_unit, end_unit, o_.train.seed, *backend_);
+  // 1F1B keeps at most PP sends per direction in flight; reserve their staging up front.
+  if (nccl_) nccl_->reserve_staging(model_->activation_count(g_.micro_batch), 2 * layout_.pp + 2);
   resume();
   const double load_s = seconds_since(t_load);
   if (rank_ == 0) loss_log_ = std::make_unique<LossLog>(o_.loss_log, start_step_);
