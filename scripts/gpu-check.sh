@@ -9,9 +9,10 @@
 # NCCL, a GPU) and says plainly what is missing; configures the worker-only project
 # worker/gpu-check (Release, CUDA on; the top-level build needs yaml-cpp, OpenSSL, cpprestsdk,
 # which a CUDA image does not have); builds only flotilla-worker, the CUDA/NCCL/memory tests and
-# bench_worker_gpu with -j$(nproc); runs `ctest -R "Cuda|RuntimeNccl|Worker|GemmPlan"`, the CUDA
-# op tests under compute-sanitizer (memcheck, racecheck) when it is installed, and
-# bench_worker_gpu; prints a verdict; copies the logs and JSON results to "$OUT" when set.
+# bench_worker_gpu with -j$(nproc); runs `ctest -R "Cuda|RuntimeNccl|Worker|GemmPlan"` and
+# bench_worker_gpu, then the CUDA op tests under compute-sanitizer (memcheck, racecheck,
+# synccheck; when installed) with what is left of a 9-minute budget; prints a verdict; copies
+# the logs and JSON results to "$OUT" when set.
 # Without a GPU it still builds and runs, and says that the GPU tests SKIPPED.
 #
 # The GPU machine has no network, so nothing can be installed there. If the first run says
@@ -25,7 +26,9 @@
 # Environment: FLOTILLA_GPU_BUILD_DIR (default build-gpu-check), FLOTILLA_GPU_DEPS (default
 # build-gpu-deps), FLOTILLA_GPU_CHECK_TESTS=all (run every worker test, not only the GPU ones),
 # FLOTILLA_GPU_CHECK_NO_BENCH=1, FLOTILLA_GPU_CHECK_NO_SANITIZER=1,
-# FLOTILLA_GPU_CHECK_SIMULATE_BARE=1 (ignore the system's GoogleTest and nlohmann_json).
+# FLOTILLA_GPU_CHECK_SIMULATE_BARE=1 (ignore the system's GoogleTest and nlohmann_json),
+# FLOTILLA_GPU_CHECK_BUDGET_S (default 540: the benchmark and the sanitizer passes get what
+# is left of it, so the whole run ends inside the device tool's 10-minute limit).
 # Exit: 0 all ran and passed (GPU tests may have skipped: read the verdict), 1 a build or test
 # failure, 3 a missing tool.
 set -uo pipefail
@@ -60,6 +63,13 @@ MAIN_LOG="$LOGS/gpu-check.log"
 say() { echo "gpu-check: $*" | tee -a "$MAIN_LOG"; }
 T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
+# The device tool stops a command at 10 minutes: later phases get what is left of the budget.
+BUDGET=${FLOTILLA_GPU_CHECK_BUDGET_S:-540}
+cap() {  # cap SECONDS -> min(SECONDS, budget left - 15), at least 0
+  local left=$(( BUDGET - $(elapsed) - 15 ))
+  [ "$left" -lt 0 ] && left=0
+  [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
 
 finish() {  # $1 exit code; copies what is there to $OUT (at most 8 files come back)
   local code=$1
@@ -205,9 +215,12 @@ if [ $tests_on = ON ]; then
   regex='Cuda|RuntimeNccl|Worker|GemmPlan'
   [ "${FLOTILLA_GPU_CHECK_TESTS:-}" = all ] && regex='.'
   say "ctest -R \"$regex\" (one GPU is shared by every rank of a job)"
-  ctest --test-dir "$BUILD" -R "$regex" -E '_NOT_BUILT' --output-on-failure -j 4 --timeout 400 \
-      --output-junit "$LOGS/ctest-junit.xml" >"$LOGS/ctest.log" 2>&1
+  # --timeout per test (a hung rank is a failure, not a stalled session); the whole ctest run
+  # gets at most 6 minutes of the budget.
+  timeout "$(cap 360)" ctest --test-dir "$BUILD" -R "$regex" -E '_NOT_BUILT' --output-on-failure -j 4 \
+      --timeout 150 --output-junit "$LOGS/ctest-junit.xml" >"$LOGS/ctest.log" 2>&1
   ctest_rc=$?
+  [ $ctest_rc -eq 124 ] && say "FAILED: ctest stopped at the time budget (a hang?); see ctest.log"
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Exception|Timeout|Not Run" "$LOGS/ctest.log" | sed 's/^/gpu-check: ctest: /' | tee -a "$MAIN_LOG"
   skipped=$(grep -c '\*\*\*Skipped' "$LOGS/ctest.log" || true)
   failed=$(grep -cE '\*\*\*Failed|\*\*\*Timeout|Not Run|\*\*\*Exception' "$LOGS/ctest.log" || true)
@@ -242,6 +255,25 @@ if [ $tests_on = OFF ] && [ "$gpus" -gt 0 ] && [ -n "$NVCC" ]; then
   smoke=$($ok && echo '"pass"' || echo '"fail"')
 fi
 
+# ---------------------------------------------------------------- benchmark
+bench='null'
+if [ -n "$NVCC" ] && [ -z "${FLOTILLA_GPU_CHECK_NO_BENCH:-}" ]; then
+  say "bench_worker_gpu (gpt-125m, FP32 and TF32 GEMMs)"
+  if [ "$(cap 240)" -lt 30 ]; then
+    say "bench_worker_gpu not run: less than 30 s left of the ${BUDGET} s budget"
+  elif timeout "$(cap 240)" "$BUILD/bench/worker_gpu/bench_worker_gpu" --json "$LOGS/bench_worker_gpu.json" >"$LOGS/bench_worker_gpu.txt" 2>&1; then
+    sed 's/^/gpu-check: bench: /' "$LOGS/bench_worker_gpu.txt" | grep -E "SKIPPED|ms/step|MFU|ratio|on " | tee -a "$MAIN_LOG"
+    if grep -q SKIPPED "$LOGS/bench_worker_gpu.txt"; then bench='"skipped"'; else bench='"ok"'; fi
+  else
+    bench_rc=$?
+    tail -5 "$LOGS/bench_worker_gpu.txt" | tee -a "$MAIN_LOG"
+    [ $bench_rc -eq 124 ] && say "bench_worker_gpu TIMED OUT at the budget (slow, or hung)"
+    say "FAILED: bench_worker_gpu (see bench_worker_gpu.txt)"
+    failures=$((failures + 1))
+    bench='"fail"'
+  fi
+fi
+
 # ---------------------------------------------------------------- compute-sanitizer
 sanitizer='null'
 SAN=$(command -v compute-sanitizer || true)
@@ -254,8 +286,10 @@ if [ $tests_on = ON ] && [ "$gpus" -gt 0 ] && [ -n "$SAN" ] && [ -z "${FLOTILLA_
               "racecheck:CudaOps.CrossEntropy:CudaOps.SumSquaresAndAdamW:CudaOps.LayerNorm:CudaOps.Attention" \
               "synccheck:CudaOps.CrossEntropy:CudaOps.SumSquaresAndAdamW"; do
     tool=${spec%%:*}; filter=${spec#*:}
-    say "compute-sanitizer --tool $tool on $filter"
-    if ! timeout 240 "$SAN" --tool "$tool" --error-exitcode 99 "$ops" --gtest_filter="$filter" >>"$LOGS/sanitizer.log" 2>&1; then
+    t=$(cap 150)
+    if [ "$t" -lt 20 ]; then say "compute-sanitizer $tool not run: the ${BUDGET} s budget is spent"; continue; fi
+    say "compute-sanitizer --tool $tool on $filter (at most $t s)"
+    if ! timeout "$t" "$SAN" --tool "$tool" --error-exitcode 99 "$ops" --gtest_filter="$filter" >>"$LOGS/sanitizer.log" 2>&1; then
       san_ok=false
       say "FAILED: compute-sanitizer $tool (see sanitizer.log)"
     fi
@@ -265,21 +299,6 @@ if [ $tests_on = ON ] && [ "$gpus" -gt 0 ] && [ -n "$SAN" ] && [ -z "${FLOTILLA_
   sanitizer=$($san_ok && echo '"pass"' || echo '"fail"')
 elif [ "$gpus" -gt 0 ] && [ -z "$SAN" ]; then
   say "compute-sanitizer not found: memcheck/racecheck not run"
-fi
-
-# ---------------------------------------------------------------- benchmark
-bench='null'
-if [ -n "$NVCC" ] && [ -z "${FLOTILLA_GPU_CHECK_NO_BENCH:-}" ]; then
-  say "bench_worker_gpu (gpt-125m, FP32 and TF32 GEMMs)"
-  if timeout 300 "$BUILD/bench/worker_gpu/bench_worker_gpu" --json "$LOGS/bench_worker_gpu.json" >"$LOGS/bench_worker_gpu.txt" 2>&1; then
-    sed 's/^/gpu-check: bench: /' "$LOGS/bench_worker_gpu.txt" | grep -E "SKIPPED|ms/step|MFU|ratio|on " | tee -a "$MAIN_LOG"
-    if grep -q SKIPPED "$LOGS/bench_worker_gpu.txt"; then bench='"skipped"'; else bench='"ok"'; fi
-  else
-    tail -5 "$LOGS/bench_worker_gpu.txt" | tee -a "$MAIN_LOG"
-    say "FAILED: bench_worker_gpu (see bench_worker_gpu.txt)"
-    failures=$((failures + 1))
-    bench='"fail"'
-  fi
 fi
 
 # ---------------------------------------------------------------- verdict
