@@ -11,13 +11,18 @@
 // measured with a device synchronize around each (which itself costs a little).
 //
 // Usage: bench_worker_gpu [--batch B] [--steps N] [--layers L] [--peak-fp32 TF] [--peak-tf32 TF]
-//                         [--peak-bf16 TF]
+//                         [--peak-bf16 TF] [--json FILE]
+// --json FILE also writes the numbers as one JSON object (scripts/gpu-check.sh collects it);
+// without a GPU the object says {"skipped": true, "reason": ...}.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "worker/cuda/cuda_backend.h"
 #include "worker/model/backend.h"
@@ -126,9 +131,10 @@ Result run(fw::Backend& be, const fw::GPTConfig& c, int B, int steps, bool per_u
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int B = 8, steps = 10, layers = 12;
   double peak_fp32 = 0, peak_tf32 = 0, peak_bf16 = 0;
+  std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
@@ -138,8 +144,10 @@ int main(int argc, char** argv) {
     else if (flag == "--peak-fp32") peak_fp32 = std::atof(v);
     else if (flag == "--peak-tf32") peak_tf32 = std::atof(v);
     else if (flag == "--peak-bf16") peak_bf16 = std::atof(v);
+    else if (flag == "--json") json_path = v;
     else {
-      std::fprintf(stderr, "unknown flag %s (use --batch, --steps, --layers, --peak-*)\n", argv[i]);
+      std::fprintf(stderr, "unknown flag %s (use --batch, --steps, --layers, --peak-*, --json)\n",
+                   argv[i]);
       return 2;
     }
   }
@@ -147,10 +155,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--batch, --steps and --layers must be >= 1\n");
     return 2;
   }
+  nlohmann::json report;
+  auto write_json = [&] {
+    if (json_path.empty()) return true;
+    std::ofstream out(json_path);
+    out << report.dump(2) << "\n";
+    if (!out) std::fprintf(stderr, "bench_worker_gpu: cannot write %s\n", json_path.c_str());
+    return static_cast<bool>(out);
+  };
   if (fw::cuda_visible_device_count() == 0) {
     std::printf("bench_worker_gpu: SKIPPED: no CUDA device visible on this machine; nothing "
                 "was measured.\n");
-    return 0;
+    report = {{"skipped", true}, {"reason", "no CUDA device visible"}};
+    return write_json() ? 0 : 1;
   }
   const std::string gpu = fw::cuda_device_name();
   Peaks peaks = peaks_for(gpu);
@@ -173,6 +190,15 @@ int main(int argc, char** argv) {
   std::printf("training FLOPs per token (6 * %.1fM matmul params + 12*L*C*T): %.3g\n",
               matmul_params / 1e6, flops_per_token);
 
+  report = {{"skipped", false},
+            {"gpu", gpu},
+            {"model", {{"layers", c.num_layers}, {"hidden", c.hidden}, {"heads", c.heads},
+                       {"seq_len", c.seq_len}, {"vocab", c.vocab}, {"parameters", params}}},
+            {"micro_batch", B},
+            {"timed_steps", steps},
+            {"flops_per_token", flops_per_token},
+            {"peaks_tflops", {{"fp32", peaks.fp32}, {"tf32", peaks.tf32}, {"bf16", peaks.bf16}}},
+            {"modes", nlohmann::json::object()}};
   std::string error;
   Result results[2];
   const char* modes[2] = {"cuda", "cuda-tf32"};
@@ -214,12 +240,37 @@ int main(int argc, char** argv) {
                 results[m].backward_seconds[0] * 1e3, c.num_layers, blocks_f * 1e3,
                 blocks_b * 1e3, results[m].forward_seconds[head] * 1e3,
                 results[m].backward_seconds[head] * 1e3, results[m].optimizer_seconds * 1e3);
+    report["modes"][modes[m]] = {
+        {"step_seconds", results[m].step_seconds},
+        {"tokens_per_second", results[m].tokens_per_second},
+        {"achieved_tflops", achieved_tflops},
+        {"mfu_vs_mode_peak", peak_mode > 0 ? achieved_tflops / peak_mode : 0.0},
+        {"mfu_vs_bf16_peak", peaks.bf16 > 0 ? achieved_tflops / peaks.bf16 : 0.0},
+        {"last_loss", results[m].last_loss},
+        {"embedding_forward_seconds", results[m].forward_seconds[0]},
+        {"embedding_backward_seconds", results[m].backward_seconds[0]},
+        {"blocks_forward_seconds", blocks_f},
+        {"blocks_backward_seconds", blocks_b},
+        {"head_forward_seconds", results[m].forward_seconds[head]},
+        {"head_backward_seconds", results[m].backward_seconds[head]},
+        {"optimizer_seconds", results[m].optimizer_seconds}};
   }
+  report["tf32_over_fp32_tokens_per_second"] =
+      results[1].tokens_per_second / results[0].tokens_per_second;
   std::printf("\nratio: TF32 tensor cores vs FP32 baseline (same run): %.2fx tokens/s\n",
               results[1].tokens_per_second / results[0].tokens_per_second);
   std::printf("note: FP32 activations and weights throughout (no BF16 mixed precision, no fused "
               "or flash attention: the T x T attention matrix is materialized), so MFU against "
               "the BF16 peak is low by design; the CUDA backend's goal is matching the CPU "
               "reference, not peak speed.\n");
-  return 0;
+  return write_json() ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const std::exception& e) {  // a CUDA/cuBLAS error or out of GPU memory: one line
+    std::fprintf(stderr, "bench_worker_gpu: error: %s\n", e.what());
+    return 1;
+  }
 }

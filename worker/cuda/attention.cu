@@ -128,8 +128,9 @@ void attention_backward(cublasContext* handle, float* dqkv, const float* dout, c
   float *q = scratch, *k = q + n, *v = k + n, *dy = v + n, *dq = dy + n, *dk = dq + n,
         *dv = dk + n, *datt = dv + n;
   permute_kernel<<<blocks_for(n, 256), 256>>>(q, k, v, qkv, B, T, NH, HS);
+  FLOTILLA_CUDA_LAUNCHED("attention_backward(permute qkv)");
   unpermute_kernel<<<blocks_for(n, 256), 256>>>(dy, dout, B, T, NH, HS, true);
-  FLOTILLA_CUDA_LAUNCHED("attention_backward(permute)");
+  FLOTILLA_CUDA_LAUNCHED("attention_backward(permute dout)");
   const float scale = 1.f / std::sqrt(static_cast<float>(HS));
   // datt = dy v^T ; dv = att^T dy
   run_gemm(handle, attention_datt_gemm(B, T, NH, HS), v, dy, datt);

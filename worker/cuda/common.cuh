@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -20,8 +21,22 @@ inline void check(cublasStatus_t st, const char* what) {
     throw std::runtime_error(std::string("cuBLAS error in ") + what + ": status " +
                              std::to_string(static_cast<int>(st)));
 }
+// FLOTILLA_CUDA_SYNC=1: synchronize after every kernel launch, so a fault inside a kernel (an
+// illegal address, say) is reported naming that kernel instead of the next cudaMemcpy.
+inline bool sync_after_each_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLOTILLA_CUDA_SYNC");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return on;
+}
+inline void launched(const char* name) {
+  check(cudaGetLastError(), name);
+  if (sync_after_each_launch())
+    check(cudaDeviceSynchronize(), (std::string(name) + " (FLOTILLA_CUDA_SYNC)").c_str());
+}
 #define FLOTILLA_CUDA_CHECK(expr) ::flotilla::worker::cuda::check((expr), #expr)
-#define FLOTILLA_CUDA_LAUNCHED(name) ::flotilla::worker::cuda::check(cudaGetLastError(), name)
+#define FLOTILLA_CUDA_LAUNCHED(name) ::flotilla::worker::cuda::launched(name)
 
 inline unsigned blocks_for(std::size_t n, unsigned threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
@@ -40,5 +55,7 @@ __device__ inline float warp_max(float v) {
 
 // Rows per chunk for the deterministic column sums.
 inline constexpr int kColumnChunkRows = 128;
+// The hardware limit on gridDim.y and gridDim.z (gridDim.x allows 2^31 - 1).
+inline constexpr int kMaxGridY = 65535;
 
 }  // namespace flotilla::worker::cuda

@@ -117,7 +117,13 @@ class CudaBackend final : public Backend {
 namespace cuda {
 void* scratch_alloc(std::size_t bytes) {
   void* p = nullptr;
-  FLOTILLA_CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, 0));
+  const cudaError_t err = cudaMallocAsync(&p, bytes ? bytes : 1, 0);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky, but leave nothing behind for the next launch check
+    throw OutOfMemoryError("out of GPU memory: could not allocate " + bytes_text(bytes) +
+                           " (cudaMallocAsync)");
+  }
+  check(err, "cudaMallocAsync(scratch)");
   return p;
 }
 void scratch_free(void* p) {
@@ -139,6 +145,20 @@ std::string cuda_device_name() {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {};
   return prop.name;
+}
+
+std::string cuda_device_uuid() {
+  if (cuda_visible_device_count() == 0) return {};
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {};
+  static const char* hex = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    const auto b = static_cast<unsigned char>(prop.uuid.bytes[i]);
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::string* error, bool allow_tf32) {

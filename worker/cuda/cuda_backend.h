@@ -25,5 +25,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::string* error, bool allow_tf32);
 int cuda_visible_device_count();
 // Name of device 0 ("NVIDIA H100 80GB HBM3"), empty when none.
 std::string cuda_device_name();
+// UUID of device 0 ("GPU-" + 32 hex digits; unique per physical GPU), empty when none.
+std::string cuda_device_uuid();
 
 }  // namespace flotilla::worker

@@ -5,6 +5,7 @@
 
 #include "worker/cuda/common.cuh"
 #include "worker/cuda/kernels.h"
+#include "worker/cuda/token_groups.h"
 
 namespace flotilla::worker::cuda {
 namespace {
@@ -60,19 +61,10 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::
   std::vector<std::int32_t> host_tokens(N);
   FLOTILLA_CUDA_CHECK(cudaMemcpy(host_tokens.data(), tokens, N * sizeof(std::int32_t),
                                  cudaMemcpyDeviceToHost));
-  std::vector<int> count(V + 1, 0);
-  for (std::int32_t t : host_tokens) ++count[t + 1];
-  for (int v = 0; v < V; ++v) count[v + 1] += count[v];
-  std::vector<int> positions(N);
-  std::vector<int> cursor(count.begin(), count.end() - 1);
-  for (int i = 0; i < N; ++i) positions[cursor[host_tokens[i]]++] = i;
-  std::vector<int> ids, offsets;
-  for (int v = 0; v < V; ++v)
-    if (count[v + 1] > count[v]) {
-      ids.push_back(v);
-      offsets.push_back(count[v]);
-    }
-  offsets.push_back(N);
+  const TokenGroups grouped = group_positions_by_token(host_tokens, V);
+  const std::vector<int>& ids = grouped.ids;
+  const std::vector<int>& offsets = grouped.offsets;
+  const std::vector<int>& positions = grouped.positions;
   const int groups = static_cast<int>(ids.size());
   const std::size_t bytes = (ids.size() + offsets.size() + positions.size()) * sizeof(int);
   int* dev = static_cast<int*>(scratch_alloc(bytes));

@@ -22,17 +22,29 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 
 namespace flotilla::worker {
 
+// Thrown when host (CPU backend) or GPU (CUDA backend) memory runs out. what() is one line that
+// names what was being allocated, how many bytes, and what to do; flotilla-worker exits 2 on it
+// (a job that does not fit is a layout problem, not a crash).
+class OutOfMemoryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// "1.50 GiB (1610612736 bytes)"
+std::string bytes_text(std::size_t bytes);
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
 
+  // Throws OutOfMemoryError when the memory is not there.
   virtual void* allocate_bytes(std::size_t bytes) = 0;
   virtual void release(void* pointer) = 0;
   virtual void zero(void* pointer, std::size_t bytes) = 0;
@@ -98,6 +110,8 @@ std::unique_ptr<Backend> make_backend(std::string_view name, std::string* error)
 bool cuda_compiled();
 // Number of visible CUDA devices (0 when not compiled with CUDA or none present).
 int cuda_device_count();
+// UUID of this process's CUDA device 0, empty when there is none (or no CUDA in this build).
+std::string cuda_device_identity();
 
 // A typed owning buffer on a backend. Move-only.
 template <class T>

@@ -1,5 +1,6 @@
 #include "worker/model/cpu_backend.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -42,7 +43,7 @@ class CpuBackend final : public Backend {
       return p;
     }
     void* p = std::calloc(bytes, 1);
-    if (!p) throw std::bad_alloc();
+    if (!p) throw OutOfMemoryError("out of host memory: could not allocate " + bytes_text(bytes));
     sizes_[p] = bytes;
     return p;
   }
@@ -139,6 +140,13 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
+std::string bytes_text(std::size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB (%zu bytes)",
+                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), bytes);
+  return buf;
+}
+
 bool cuda_compiled() {
 #if FLOTILLA_HAVE_CUDA
   return true;
@@ -152,6 +160,14 @@ int cuda_device_count() {
   return cuda_visible_device_count();
 #else
   return 0;
+#endif
+}
+
+std::string cuda_device_identity() {
+#if FLOTILLA_HAVE_CUDA
+  return cuda_device_uuid();
+#else
+  return {};
 #endif
 }
 

@@ -1,5 +1,6 @@
 #include "worker/model/stage.h"
 
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -30,8 +31,65 @@ std::size_t Stage::activation_count(int batch_size) const {
   return static_cast<std::size_t>(batch_size) * config_.seq_len * config_.hidden;
 }
 
+namespace {
+// Re-throws a failed allocation during a micro-batch as one line naming the activations.
+[[noreturn]] void activations_out_of_memory(const GPTConfig& config, int first_unit,
+                                            int end_unit, int batch_size, std::size_t in_flight,
+                                            const char* pass, const std::string& memory) {
+  throw OutOfMemoryError(
+      "out of " + memory + " memory in the " + pass + " pass of a micro-batch of " +
+      std::to_string(batch_size) + " x " + std::to_string(config.seq_len) + " tokens on units [" +
+      std::to_string(first_unit) + ", " + std::to_string(end_unit) + ") with " +
+      std::to_string(in_flight) + " micro-batches' activations held (one block's activations "
+      "alone are " + bytes_text(block_activation_bytes(config, batch_size)) +
+      "); use a smaller --micro-batch, a smaller model or more pipeline stages (--pp)");
+}
+}  // namespace
+
+std::size_t block_activation_bytes(const GPTConfig& c, int batch_size) {
+  const std::size_t N = static_cast<std::size_t>(batch_size) * c.seq_len;
+  const std::size_t C = static_cast<std::size_t>(c.hidden);
+  const std::size_t F = static_cast<std::size_t>(c.ffn_hidden());
+  // x, ln1, atty, res1, ln2 (N*C each), qkv (3*N*C), fch and fch_gelu (N*F each), att
+  // (B*heads*T*T), and four LayerNorm statistics of N floats.
+  const std::size_t floats = 8 * N * C + 2 * N * F +
+                             static_cast<std::size_t>(batch_size) * c.heads * c.seq_len *
+                                 c.seq_len +
+                             4 * N;
+  return floats * sizeof(float);
+}
+
 std::vector<float> Stage::forward(std::uint64_t id, const MicroBatch& batch,
                                   std::span<const float> in, float* loss) {
+  try {
+    return forward_impl(id, batch, in, loss);
+  } catch (const std::bad_alloc&) {
+    activations_out_of_memory(config_, first_unit_, end_unit_, batch.batch_size,
+                              in_flight_.size(), "forward", "host");
+  } catch (const OutOfMemoryError&) {
+    activations_out_of_memory(config_, first_unit_, end_unit_, batch.batch_size,
+                              in_flight_.size(), "forward",
+                              backend_->name() == "cpu" ? "host" : "GPU");
+  }
+}
+
+std::vector<float> Stage::backward(std::uint64_t id, std::span<const float> grad_out,
+                                   float dloss) {
+  const auto it = in_flight_.find(id);
+  const int batch_size = it == in_flight_.end() ? 0 : it->second->batch_size;
+  try {
+    return backward_impl(id, grad_out, dloss);
+  } catch (const std::bad_alloc&) {
+    activations_out_of_memory(config_, first_unit_, end_unit_, batch_size, in_flight_.size(),
+                              "backward", "host");
+  } catch (const OutOfMemoryError&) {
+    activations_out_of_memory(config_, first_unit_, end_unit_, batch_size, in_flight_.size(),
+                              "backward", backend_->name() == "cpu" ? "host" : "GPU");
+  }
+}
+
+std::vector<float> Stage::forward_impl(std::uint64_t id, const MicroBatch& batch,
+                                       std::span<const float> in, float* loss) {
   if (in_flight_.contains(id))
     throw std::invalid_argument("micro-batch id " + std::to_string(id) + " is already in flight");
   const std::size_t count = activation_count(batch.batch_size);
@@ -61,8 +119,8 @@ std::vector<float> Stage::forward(std::uint64_t id, const MicroBatch& batch,
   return out;
 }
 
-std::vector<float> Stage::backward(std::uint64_t id, std::span<const float> grad_out,
-                                   float dloss) {
+std::vector<float> Stage::backward_impl(std::uint64_t id, std::span<const float> grad_out,
+                                        float dloss) {
   auto it = in_flight_.find(id);
   if (it == in_flight_.end())
     throw std::invalid_argument("backward for micro-batch id " + std::to_string(id) +

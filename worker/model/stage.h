@@ -12,6 +12,8 @@
 //  - grad_sum_squares() returns one double per unit (unit order). The global grad norm MUST be
 //    reduced as: total = 0.0; for unit u = 0..L+1 in index order: total += sumsq[u]; norm =
 //    sqrt(total). See optimizer.h clip_scale(). This is what makes clipping partition-free.
+//  - Running out of memory in forward/backward throws OutOfMemoryError naming the micro-batch
+//    size, the units, the activations held and the fix (never a bare std::bad_alloc).
 // Caveat: not thread-safe; one thread drives a stage.
 #pragma once
 
@@ -24,6 +26,10 @@
 #include "worker/model/unit.h"
 
 namespace flotilla::worker {
+
+// Bytes of the activations one transformer block saves for one micro-batch (for error
+// messages and memory estimates).
+std::size_t block_activation_bytes(const GPTConfig& config, int batch_size);
 
 class Stage {
  public:
@@ -61,6 +67,10 @@ class Stage {
   void adamw_step(const TrainConfig& train, std::int64_t step, float grad_scale);
 
  private:
+  std::vector<float> forward_impl(std::uint64_t id, const MicroBatch& batch,
+                                  std::span<const float> in, float* loss);
+  std::vector<float> backward_impl(std::uint64_t id, std::span<const float> grad_out,
+                                   float dloss);
   struct InFlight;
   GPTConfig config_;
   int first_unit_ = 0;

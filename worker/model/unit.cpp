@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <new>
 #include <stdexcept>
 
 namespace flotilla::worker {
@@ -140,17 +141,45 @@ std::vector<float> init_unit_params(const GPTConfig& config, int unit_index, std
 Unit::Unit(const GPTConfig& config, int unit_index, std::uint64_t seed, Backend& backend)
     : config_(config), index_(unit_index), kind_(unit_kind(config, unit_index)),
       backend_(&backend) {
-  const std::vector<float> init = init_unit_params(config, unit_index, seed);
-  params_ = DeviceBuffer<float>(backend, init.size());
-  grads_ = DeviceBuffer<float>(backend, init.size());
-  m_ = DeviceBuffer<float>(backend, init.size());
-  v_ = DeviceBuffer<float>(backend, init.size());
+  try {
+    allocate_state(seed);
+  } catch (const std::bad_alloc&) {
+    throw_out_of_memory("host");
+  } catch (const OutOfMemoryError&) {
+    throw_out_of_memory(backend.name() == "cpu" ? "host" : "GPU");
+  }
+}
+
+// What a unit holds: params, grads, AdamW m and v (4 floats per parameter) on its backend, a
+// byte of weight-decay mask, and during construction the initial weights on the host.
+void Unit::throw_out_of_memory(const std::string& memory) const {
+  const std::size_t n = unit_param_count(config_, index_);
+  throw OutOfMemoryError(
+      "out of " + memory + " memory allocating unit '" + unit_name(config_, index_) + "' (" +
+      std::to_string(n) + " parameters: params, grads, AdamW m and v need " +
+      bytes_text(n * (4 * sizeof(float) + 1)) +
+      "); this rank cannot hold its share of the model: use a smaller model or more pipeline "
+      "stages (--pp) so each rank holds fewer layers");
+}
+
+void Unit::allocate_state(std::uint64_t seed) {
+  Backend& backend = *backend_;
+  // The backend buffers first, so a model that does not fit fails at once instead of after
+  // drawing all of its initial weights (a minute for a billion parameters).
+  const std::size_t n = unit_param_count(config_, index_);
+  params_ = DeviceBuffer<float>(backend, n);
+  grads_ = DeviceBuffer<float>(backend, n);
+  m_ = DeviceBuffer<float>(backend, n);
+  v_ = DeviceBuffer<float>(backend, n);
+  decay_mask_ = DeviceBuffer<std::uint8_t>(backend, n);
+  {
+    std::vector<std::uint8_t> mask(n, 0);
+    for (const ParamTensor& t : unit_param_layout(config_, index_))
+      for (std::size_t i = 0; i < t.count; ++i) mask[t.offset + i] = t.weight_decay ? 1 : 0;
+    backend.copy_from_host(decay_mask_.data(), mask.data(), mask.size());
+  }
+  const std::vector<float> init = init_unit_params(config_, index_, seed);
   backend.copy_from_host(params_.data(), init.data(), params_.bytes());
-  std::vector<std::uint8_t> mask(init.size(), 0);
-  for (const ParamTensor& t : unit_param_layout(config, unit_index))
-    for (std::size_t i = 0; i < t.count; ++i) mask[t.offset + i] = t.weight_decay ? 1 : 0;
-  decay_mask_ = DeviceBuffer<std::uint8_t>(backend, mask.size());
-  backend.copy_from_host(decay_mask_.data(), mask.data(), mask.size());
 }
 
 Unit::~Unit() = default;

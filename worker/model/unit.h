@@ -14,6 +14,8 @@
 //    count or partition. backward ACCUMULATES into grads(); the caller fixes the order of
 //    micro-batches and zeroes grads between optimizer steps.
 //  - The LM head is not tied to wte, so the first and last stages share no parameter.
+//  - Running out of memory while building a unit throws OutOfMemoryError naming the unit, its
+//    bytes and the fix (smaller model, more pipeline stages), never a bare std::bad_alloc.
 #pragma once
 
 #include <cstddef>
@@ -102,6 +104,8 @@ class Unit {
   void adamw_step(const TrainConfig& train, std::int64_t step, float lr, float grad_scale);
 
  private:
+  void allocate_state(std::uint64_t seed);
+  [[noreturn]] void throw_out_of_memory(const std::string& memory) const;
   GPTConfig config_;
   int index_ = 0;
   UnitKind kind_ = UnitKind::kBlock;

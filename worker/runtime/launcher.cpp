@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <utility>
 #include <stdexcept>
 
@@ -190,16 +191,20 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
       if (result.exits[i].pid == result.first_failure->pid) rank = static_cast<int>(i);
       if (result.exits[i].killed_by_group) hung += (hung.empty() ? "" : ", ") + std::to_string(i);
     }
+    const bool refused = result.first_failure->signal == 0 && result.first_failure->exit_code == 2;
     fail("rank " + std::to_string(rank) + " failed: " + result.first_failure->describe() +
-             " (its error is above); the job can resume from the last complete checkpoint in '" +
-             options.checkpoint_dir + "'",
+             (refused ? std::string(" (its error is above: this layout cannot run as given)")
+                      : " (its error is above); the job can resume from the last complete "
+                        "checkpoint in '" + options.checkpoint_dir + "'"),
          1);
     if (!hung.empty())
       fail("rank(s) " + hung + " did not stop within " + std::to_string(kill_grace.count()) +
                " ms of SIGTERM and were killed with SIGKILL (hung or stopped?)",
            1);
     print_summary();
-    return 1;
+    // A rank that exits 2 refused its input (e.g. the model does not fit in its memory):
+    // the job's answer is the same exit code as the launcher's own refusals.
+    return refused ? 2 : 1;
   }
   print_summary();
   return 0;
@@ -223,6 +228,17 @@ int rank_main(const std::vector<std::string>& args) {
     }
     install_stop_handlers();
     return run_rank(options, rz);
+  } catch (const OutOfMemoryError& e) {
+    // A job that does not fit is a layout problem like any other bad input: exit 2.
+    std::fprintf(stderr, "flotilla-worker rank %d: error: %s\n", rank, e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "flotilla-worker rank %d: error: out of host memory (std::bad_alloc outside "
+                 "the model's buffers, e.g. reading a checkpoint); give the rank more memory, "
+                 "use a smaller model or more pipeline stages (--pp)\n",
+                 rank);
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flotilla-worker rank %d: error: %s\n", rank, e.what());
     return 1;

@@ -44,6 +44,7 @@ void NcclCommunicator::recv_host(Channel, int, float*, std::size_t, const std::s
 void NcclCommunicator::send_device(Channel, int, const float*, std::size_t) {}
 void NcclCommunicator::recv_device(Channel, int, float*, std::size_t, const std::string&) {}
 void NcclCommunicator::wait_sends() {}
+void NcclCommunicator::reserve_staging(std::size_t, int) {}
 
 #else
 
@@ -151,6 +152,9 @@ struct NcclCommunicator::Impl {
   };
   std::vector<PendingSend> pending;
   std::vector<std::pair<void*, std::size_t>> free_staging;
+  // Recorded on the legacy default stream (where the CUDA backend runs every kernel and copy)
+  // and waited on by a channel's stream before each transfer; see after_backend_work().
+  cudaEvent_t backend_done = nullptr;
 
   ~Impl() {
     // Destroyed by an error: abort (does not wait for peers that may be gone).
@@ -178,6 +182,21 @@ struct NcclCommunicator::Impl {
     }
     for (auto s : streams)
       if (s) cudaStreamDestroy(s);
+    if (backend_done) cudaEventDestroy(backend_done);
+  }
+
+  // The channel streams are non-blocking, so they do NOT wait for the legacy default stream on
+  // which the backend queues its kernels, memsets and copies. Without this, a send could read
+  // a buffer the backend is still writing and a receive could land before the backend's
+  // zeroing memset of the same buffer (which would then wipe it).
+  void after_backend_work(int channel) {
+    if (backend_done == nullptr)
+      check_cuda(cudaEventCreateWithFlags(&backend_done, cudaEventDisableTiming),
+                 "cudaEventCreate (default-stream marker)");
+    check_cuda(cudaEventRecord(backend_done, cudaStreamLegacy),
+               "cudaEventRecord on the default stream");
+    check_cuda(cudaStreamWaitEvent(streams[channel], backend_done, 0),
+               "cudaStreamWaitEvent (channel stream after the default stream)");
   }
 
   void abort_all() {
@@ -243,10 +262,12 @@ struct NcclCommunicator::Impl {
   // Recycles the staging buffers of sends that have completed.
   void reclaim() {
     for (std::size_t i = 0; i < pending.size();) {
-      if (cudaEventQuery(pending[i].done) != cudaSuccess) {
+      const cudaError_t e = cudaEventQuery(pending[i].done);
+      if (e == cudaErrorNotReady) {
         ++i;
         continue;
       }
+      check_cuda(e, "cudaEventQuery of a send to rank " + std::to_string(pending[i].peer));
       cudaEventDestroy(pending[i].done);
       if (pending[i].staging) free_staging.emplace_back(pending[i].staging, pending[i].bytes);
       pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
@@ -255,6 +276,7 @@ struct NcclCommunicator::Impl {
 
   void enqueue_send(int channel, int peer, const void* device, std::size_t count, void* staging) {
     const std::string what = "sending to rank " + std::to_string(peer);
+    after_backend_work(channel);
     check_nccl(nccl().GroupStart(), "ncclGroupStart");
     check_nccl(nccl().Send(device, count, ncclFloat, peer, comms[channel], streams[channel]),
                "ncclSend to rank " + std::to_string(peer));
@@ -273,6 +295,7 @@ struct NcclCommunicator::Impl {
   void receive(int channel, int peer, void* device, std::size_t count, const std::string& what) {
     const auto deadline = Clock::now() + timeout;
     const std::string waiting = "waiting for rank " + std::to_string(peer) + " to send " + what;
+    after_backend_work(channel);
     check_nccl(nccl().GroupStart(), "ncclGroupStart");
     check_nccl(nccl().Recv(device, count, ncclFloat, peer, comms[channel], streams[channel]),
                "ncclRecv from rank " + std::to_string(peer));
@@ -323,7 +346,13 @@ void NcclCommunicator::send_host(Channel channel, int peer, const float* host,
   impl_->reclaim();
   const std::size_t bytes = count * sizeof(float);
   void* staging = impl_->take_staging(bytes);
-  check_cuda(cudaMemcpy(staging, host, bytes, cudaMemcpyHostToDevice), "staging a send");
+  // On the channel's own stream, so ncclSend is ordered after it. A plain cudaMemcpy here was
+  // a race: from pageable memory it may return before its DMA has landed, and it runs on the
+  // legacy stream, which the non-blocking channel stream does not wait for. cudaMemcpyAsync
+  // from pageable memory has copied `host` out before it returns, so the caller may free it.
+  check_cuda(cudaMemcpyAsync(staging, host, bytes, cudaMemcpyHostToDevice,
+                             impl_->streams[channel]),
+             "staging a send (cudaMemcpyAsync host to device)");
   impl_->enqueue_send(channel, peer, staging, count, staging);
 }
 
@@ -333,7 +362,8 @@ void NcclCommunicator::recv_host(Channel channel, int peer, float* host, std::si
   const std::size_t bytes = count * sizeof(float);
   void* staging = impl_->take_staging(bytes);
   impl_->receive(channel, peer, staging, count, what);
-  check_cuda(cudaMemcpy(host, staging, bytes, cudaMemcpyDeviceToHost), "unstaging a receive");
+  check_cuda(cudaMemcpy(host, staging, bytes, cudaMemcpyDeviceToHost),
+             "unstaging a receive (cudaMemcpy device to host)");
   impl_->free_staging.emplace_back(staging, bytes);
 }
 
@@ -345,6 +375,15 @@ void NcclCommunicator::send_device(Channel channel, int peer, const float* devic
 void NcclCommunicator::recv_device(Channel channel, int peer, float* device, std::size_t count,
                                    const std::string& what) {
   impl_->receive(channel, peer, device, count, what);
+}
+
+void NcclCommunicator::reserve_staging(std::size_t count, int buffers) {
+  const std::size_t bytes = count * sizeof(float);
+  for (int i = 0; i < buffers; ++i) {
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc of a staging buffer (reserve)");
+    impl_->free_staging.emplace_back(p, bytes);
+  }
 }
 
 void NcclCommunicator::wait_sends() {

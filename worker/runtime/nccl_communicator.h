@@ -68,6 +68,11 @@ class NcclCommunicator {
                    const std::string& what);
   // Waits until every enqueued send has been received by its peer.
   void wait_sends();
+  // Allocates `buffers` staging buffers of `count` floats now, while nothing is in flight.
+  // take_staging() otherwise calls cudaMalloc in the middle of the pipeline, and cudaMalloc may
+  // synchronize the device: a rank waiting there for its pending send to be received, while
+  // its peer waits the same way for it, would deadlock before either posts its receive.
+  void reserve_staging(std::size_t count, int buffers);
 
  private:
   NcclCommunicator();

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "worker/model/optimizer.h"
@@ -32,6 +34,8 @@ enum Tag : std::uint32_t {
   kCheckpointFiles,
   kCheckpointDone,
   kNcclIds,
+  kGpuIdentity,
+  kCommChoice,
 };
 
 // What each tag carries, for "waiting for rank 2 to send ..." errors (index = tag).
@@ -46,7 +50,9 @@ const std::vector<std::string>& tag_names() {
           "the end-of-step decision",
           "its checkpoint file list",
           "the checkpoint-complete acknowledgement",
-          "the NCCL unique ids"};
+          "the NCCL unique ids",
+          "its GPU's identity (for --comm auto)",
+          "the --comm auto choice"};
   return names;
 }
 
@@ -164,6 +170,7 @@ class RankRunner {
 
  private:
   void resume();
+  bool every_rank_has_its_own_gpu();
   void train_step(std::int64_t step);
   void checkpoint(std::int64_t completed_steps);
   void collect_shard_grads(int local_shard);
@@ -223,12 +230,14 @@ int RankRunner::run() {
   net_->name_tags(tag_names());
   const bool cuda_backend = o_.backend.rfind("cuda", 0) == 0;
   if (o_.comm == "nccl" || (o_.comm == "auto" && cuda_backend && nccl_compiled() &&
-                            rz_.world_size > 1))
+                            rz_.world_size > 1 && every_rank_has_its_own_gpu()))
     nccl_ = NcclCommunicator::connect(*net_, kNcclIds, rz_.recv_timeout);
   const double connect_s = seconds_since(t_connect);
   const auto t_load = std::chrono::steady_clock::now();
   auto [first_unit, end_unit] = layout_.stage_units[static_cast<std::size_t>(stage_)];
   model_ = std::make_unique<Stage>(o_.model, first_unit, end_unit, o_.train.seed, *backend_);
+  // 1F1B keeps at most PP sends per direction in flight; reserve their staging up front.
+  if (nccl_) nccl_->reserve_staging(model_->activation_count(g_.micro_batch), 2 * layout_.pp + 2);
   resume();
   const double load_s = seconds_since(t_load);
   if (rank_ == 0) loss_log_ = std::make_unique<LossLog>(o_.loss_log, start_step_);
@@ -252,6 +261,8 @@ int RankRunner::run() {
       train_step(step);
       bool periodic = o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0;
       if (stop_ || step + 1 == o_.steps || periodic) checkpoint(step + 1);
+    } catch (const OutOfMemoryError& e) {
+      throw OutOfMemoryError("step " + std::to_string(step) + ": " + e.what());
     } catch (const std::exception& e) {
       throw std::runtime_error("step " + std::to_string(step) + ": " + e.what());
     }
@@ -259,6 +270,40 @@ int RankRunner::run() {
   if (nccl_) nccl_->wait_sends();
   net_->flush();
   return 0;
+}
+
+// --comm auto when ranks were started by something other than our launcher (which resolves
+// auto itself): NCCL cannot put two ranks of a communicator on one GPU, and one rank cannot
+// see which GPUs the others got. So every rank sends rank 0 its GPU's UUID; rank 0 answers
+// NCCL only when all are distinct. Several ranks sharing one GPU then train over TCP instead
+// of failing in ncclCommInitRank.
+bool RankRunner::every_rank_has_its_own_gpu() {
+  constexpr std::size_t kIdBytes = 64;
+  auto fixed = [](const std::string& id) {
+    std::array<char, kIdBytes> out{};
+    id.copy(out.data(), kIdBytes - 1);
+    return out;
+  };
+  char choice = 0;
+  if (rank_ == 0) {
+    const std::string own = cuda_device_identity();
+    bool distinct = !own.empty();
+    std::set<std::string> seen = {own};
+    for (int r = 1; r < rz_.world_size; ++r) {
+      std::array<char, kIdBytes> id{};
+      net_->recv(r, kGpuIdentity, id.data(), id.size());
+      const std::string s(id.data());
+      if (s.empty() || !seen.insert(s).second) distinct = false;
+    }
+    choice = distinct ? 1 : 0;
+    for (int r = 1; r < rz_.world_size; ++r) net_->send(r, kCommChoice, &choice, 1);
+    net_->flush();
+  } else {
+    const auto id = fixed(cuda_device_identity());
+    net_->send(0, kGpuIdentity, id.data(), id.size());
+    net_->recv(0, kCommChoice, &choice, 1);
+  }
+  return choice == 1;
 }
 
 void RankRunner::resume() {
