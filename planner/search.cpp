@@ -169,6 +169,7 @@ class Searcher {
     input.num_micro_batches = m;
     input.max_stages = max_stages_;
     input.max_stage_seconds = stage_bound(m, dp);
+    input.quadratic_reference = request_.options.quadratic_stage_dp;
     StageDp solver(input);
     if (request_.options.heuristics) {
       // H2: a block that fits no (GPU, TP) alone rules out this (mbs, D) before the DP.

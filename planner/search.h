@@ -44,6 +44,9 @@ struct SearchOptions {
   int max_stages = 0;        // 0: one per block at most
   bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
   bool branch_and_bound = true;  // false: the DP keeps stages slower than the best plan allows
+  // The stage DP's first, O(blocks^2)-per-transition sweep instead of the O(blocks) one (same
+  // result, cell for cell); for the bench's and the tests' same-run baseline only.
+  bool quadratic_stage_dp = false;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)

@@ -42,6 +42,9 @@ struct StageDpInput {
   // pipeline whose slowest cycle exceeds it, since iteration >= m x slowest cycle).
   double max_stage_seconds = 1e300;
   std::int64_t max_states = 400000;
+  // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
+  // same result cell for cell. Only the bench and the tests use it, as the baseline.
+  bool quadratic_reference = false;
 };
 
 struct DpCandidate {
@@ -70,17 +73,24 @@ class StageDp {
     std::vector<float> tau;      // states x (blocks + 1)
     std::vector<std::int16_t> prev_block;
     std::vector<std::int16_t> config;
+    // Per state: the lowest and highest start block with a finite tau (lowest > highest: none).
+    std::vector<int> first_finite, last_finite;
     std::unordered_map<std::uint64_t, int> index;
   };
 
   int add_state(Level& level, std::uint64_t key, const int* usage);
-  void build_memory_table();
+  void build_memory_rows(int in_flight);
+  // Smallest start block whose stage ending at end_block fits with in_flight micro-batches.
   int mem_start(int config, int in_flight, int end_block) const {
-    return mem_start_[(static_cast<std::size_t>(config) * buckets_ + (in_flight - 1)) *
-                          (blocks_ + 1) +
-                      end_block];
+    return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
   std::vector<StageChoice> reconstruct(int depth, int state) const;
+  // Relax every start block of `target` (next level) from a state's tau with one config.
+  void relax_linear(const float* tau, int first_end, int last_end, int c, int in_flight,
+                    const std::vector<double>& prefix, double p2p, float limit, Level& next,
+                    int target);
+  void relax_quadratic(const float* tau, int c, int in_flight, const std::vector<double>& prefix,
+                       double p2p, float limit, Level& next, int target);
 
   StageDpInput in_;
   int blocks_ = 0;
@@ -88,8 +98,9 @@ class StageDp {
   int buckets_ = 1;
   std::vector<int> capacity_;           // per pool, in TP units
   std::vector<std::uint64_t> stride_;   // mixed-radix key of a usage vector
-  std::vector<int> mem_start_;
+  std::vector<std::vector<int>> mem_start_;  // per in-flight count, built on first use
   std::vector<Level> levels_;
+  std::vector<int> window_;  // relax_linear()'s deque, reused
   std::int64_t states_ = 0;
   bool truncated_ = false;
 };
