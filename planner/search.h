@@ -47,6 +47,10 @@ struct SearchOptions {
   // The stage DP's first, O(blocks^2)-per-transition sweep instead of the O(blocks) one (same
   // result, cell for cell); for the bench's and the tests' same-run baseline only.
   bool quadratic_stage_dp = false;
+  // Models with more blocks than this are searched over runs of identical layers (at most this
+  // many DP positions), then each kept candidate is re-split over single layers; 0: always
+  // exact. See docs/planner.md for what grouping can cost.
+  int max_stage_dp_positions = 128;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)
@@ -78,6 +82,7 @@ struct SearchStats {
   std::int64_t dp_states = 0;     // (depth, usage) states visited
   std::int64_t evaluations = 0;   // evaluate() calls
   std::int64_t plans_considered = 0;
+  int layers_per_dp_position = 1;  // > 1: the DP grouped layers (max_stage_dp_positions)
 };
 
 struct SearchResult {
@@ -87,6 +92,9 @@ struct SearchResult {
   SearchStats stats;
   std::string failure;  // when plans is empty: one line saying why
 };
+
+// Deepest model search_plans() takes (the stage DP stores block indices in 16 bits).
+inline constexpr int kMaxSearchLayers = 30000;
 
 SearchResult search_plans(const SearchRequest& request, const EvalContext& context);
 

@@ -2,16 +2,147 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "planner/memory_model.h"
 
 namespace flotilla::planner {
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// One min-max transition: for every start block, best[start] = min over ends of
+// max(tau[end], stage cycle from start to end), over the ends whose stage fits in memory.
+struct Relax {
+  const float* tau = nullptr;  // source state's best slowest cycle per end
+  int first_end = 1, last_end = 0;  // tau is infinite outside [first_end, last_end]
+  int positions = 0;           // blocks (or units) in the model
+  const double* prefix = nullptr;
+  double p2p = 0;
+  float limit = kInf;
+  const int* mem_start = nullptr;  // per end: smallest start whose stage fits
+  float* best = nullptr;
+  std::int16_t* best_end = nullptr;
+  std::int16_t* best_config = nullptr;
+  int config = 0;
+  int* first_finite = nullptr;  // target's range of finite starts, widened on writes
+  int* last_finite = nullptr;
+  void keep(int start, float value, int end) const {
+    best[start] = value;
+    best_end[start] = static_cast<std::int16_t>(end);
+    best_config[start] = static_cast<std::int16_t>(config);
+    *first_finite = std::min(*first_finite, start);
+    *last_finite = std::max(*last_finite, start);
+  }
+};
+
+// The first version's sweep, O(blocks^2): every (end, start) pair. Kept as the reference the
+// bench and the tests compare relax_linear() against (quadratic_reference).
+void relax_quadratic(const Relax& r) {
+  for (int end = 1; end <= r.positions; ++end) {
+    const float before = r.tau[end];
+    if (before == kInf || before > r.limit) continue;
+    const int lowest = r.mem_start[end];
+    if (lowest >= end) continue;
+    const double end_time = r.prefix[end] + r.p2p;
+    if (static_cast<float>(end_time - r.prefix[end - 1]) > r.limit) continue;
+    for (int start = end - 1; start >= lowest; --start) {
+      const float stage = static_cast<float>(end_time - r.prefix[start]);
+      if (stage > r.limit) break;  // earlier starts only make the stage slower
+      const float slowest = stage > before ? stage : before;
+      if (slowest < r.best[start]) r.keep(start, slowest, end);
+    }
+  }
 }
 
+// Same result as relax_quadratic(), cell for cell (value and chosen end), in O(blocks).
+// For a start block, candidate ends run from start + 1 to hi(start), the last end whose stage
+// from `start` still fits in memory. The value of an end is max(tau[end], S(end)) with S the
+// stage's cycle, non-decreasing in end. Let m(end) = min of tau over (start, end]: then
+// min_end max(tau, S) = min_end max(m, S), with m non-increasing and S non-decreasing, so the
+// optimum sits where S first reaches m (the crossing p): either the smallest tau left of p
+// (there S < tau, so the value is tau) or p itself. Left of p wins ties, and among equal tau
+// the smallest end, which is the end the quadratic sweep keeps. As start decreases, S grows
+// and m can only shrink, so p and hi never move right: the window (start, p) slides left and a
+// monotone deque gives its minimum in amortised O(1). The same float expressions as the sweep
+// are compared, so even rounding agrees.
+void relax_linear(const Relax& r, std::vector<int>& window) {
+  auto value_of = [&](int end) {  // tau past the bound never starts a stage (as the sweep)
+    const float t = r.tau[end];
+    return t > r.limit ? kInf : t;
+  };
+  auto stage_seconds = [&](int start, int end) {
+    return static_cast<float>(r.prefix[end] + r.p2p - r.prefix[start]);
+  };
+  // Ends outside [first_end, last_end] have infinite tau: they can never be chosen, so the
+  // sweep starts below last_end and stops once no end from first_end on can take the start.
+  // window holds ends in (start, p), highest first, values strictly increasing front to back.
+  window.clear();
+  std::size_t head = 0;    // window[head..] is live; ends leave from the front
+  int hi = r.last_end;     // last end that fits with the current start
+  int p = r.last_end + 1;  // crossing: first end in (start, hi] where S >= m, else hi + 1
+  const int lowest_start = r.mem_start[r.first_end];
+  for (int start = r.last_end - 1; start >= lowest_start; --start) {
+    // Every end from first_end on makes the stage slower than the bound allows: done.
+    if (stage_seconds(start, r.first_end) > r.limit) break;
+    // hi only moves left; hi == start leaves no end for this start (a later one may fit).
+    while (hi > start && r.mem_start[hi] > start) --hi;
+    // End start + 1 joins the window at its low side (p > start + 1 always holds here).
+    const float joining = value_of(start + 1);
+    while (window.size() > head && value_of(window.back()) >= joining) window.pop_back();
+    window.push_back(start + 1);
+    // Ends beyond hi are out; they sit at the window's high side.
+    if (p > hi + 1) {
+      p = hi + 1;
+      while (window.size() > head && window[head] >= p) ++head;
+    }
+    // Move the crossing left while S(p - 1) >= min of the window (which includes p - 1).
+    while (p - 1 > start && window.size() > head &&
+           stage_seconds(start, p - 1) >= value_of(window[head])) {
+      --p;
+      while (window.size() > head && window[head] >= p) ++head;
+    }
+    float chosen = kInf;
+    int chosen_end = -1;
+    if (window.size() > head) {
+      chosen = value_of(window[head]);
+      chosen_end = window[head];
+    }
+    if (p <= hi) {
+      const float at_p = std::max(value_of(p), stage_seconds(start, p));
+      if (at_p < chosen) {
+        chosen = at_p;
+        chosen_end = p;
+      }
+    }
+    if (chosen_end < 0 || chosen > r.limit || !(chosen < r.best[start])) continue;
+    r.keep(start, chosen, chosen_end);
+  }
+}
+
+}  // namespace
+
 StageDp::StageDp(const StageDpInput& input) : in_(input) {
-  blocks_ = in_.model->num_blocks();
+  fine_blocks_ = in_.model->num_blocks();
+  // DP positions: one per block, or, past max_units, the embedding, runs of `group` layers
+  // and the head (the last run may be shorter).
+  const int layers = fine_blocks_ - 2;
+  group_ = 1;
+  if (in_.max_units > 2 && fine_blocks_ > in_.max_units)
+    group_ = (layers + (in_.max_units - 2) - 1) / (in_.max_units - 2);
+  bounds_.push_back(0);
+  if (group_ == 1) {
+    for (int b = 1; b <= fine_blocks_; ++b) bounds_.push_back(b);
+  } else {
+    for (int b = 1; b <= layers; b += group_) bounds_.push_back(b);
+    bounds_.push_back(layers + 1);
+    bounds_.push_back(fine_blocks_);
+  }
+  blocks_ = static_cast<int>(bounds_.size()) - 1;
+  for (const std::vector<double>& fine : *in_.time_prefix) {
+    std::vector<double> sampled(blocks_ + 1);
+    for (int u = 0; u <= blocks_; ++u) sampled[u] = fine[bounds_[u]];
+    unit_prefix_.push_back(std::move(sampled));
+  }
   pools_ = static_cast<int>(in_.pools->size());
   buckets_ = std::max(1, std::min(in_.max_stages, in_.num_micro_batches));
   int max_tp = 1;
@@ -31,6 +162,32 @@ StageDp::StageDp(const StageDpInput& input) : in_(input) {
     build_memory_rows(in_flight);
 }
 
+// Smallest start position that fits, per end position, for positions `bounds` (block of
+// each position boundary); it never decreases as the end grows (two pointers, O(positions)).
+void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const {
+  const StageConfig& config = (*in_.configs)[c];
+  const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
+  StageShape shape;
+  shape.tp = config.tp;
+  shape.dp = in_.dp;
+  shape.micro_batch_size = in_.micro_batch_size;
+  shape.in_flight_micro_batches = in_flight;
+  shape.options = options_on_gpu(*in_.training, gpu.supports_flash_attention);  // as evaluate()
+  auto fits = [&](int first, int last) {
+    shape.first_block = bounds[first];
+    shape.last_block = bounds[last];
+    const MemoryBreakdown memory = stage_memory(*in_.model, shape, *in_.memory_constants);
+    return rank_peak_bytes(memory, gpu.runtime_overhead_bytes) <= gpu.memory_bytes;
+  };
+  const int positions = static_cast<int>(bounds.size()) - 1;
+  row[0] = 0;
+  int start = 0;
+  for (int end = 1; end <= positions; ++end) {
+    while (start < end && !fits(start, end)) ++start;
+    row[end] = start;
+  }
+}
+
 // Rows are built per in-flight count when a depth first needs one: deep models have up to
 // blocks buckets, but the DP rarely reaches more than a few dozen depths.
 void StageDp::build_memory_rows(int in_flight) {
@@ -38,37 +195,32 @@ void StageDp::build_memory_rows(int in_flight) {
   if (!rows.empty()) return;
   const int configs = static_cast<int>(in_.configs->size());
   rows.assign(static_cast<std::size_t>(configs) * (blocks_ + 1), 0);
-  for (int c = 0; c < configs; ++c) {
-    const StageConfig& config = (*in_.configs)[c];
-    const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
-    StageShape shape;
-    shape.tp = config.tp;
-    shape.dp = in_.dp;
-    shape.micro_batch_size = in_.micro_batch_size;
-    shape.in_flight_micro_batches = in_flight;
-    shape.options = options_on_gpu(*in_.training, gpu.supports_flash_attention);  // as evaluate()
-    auto fits = [&](int first, int last) {
-      shape.first_block = first;
-      shape.last_block = last;
-      const MemoryBreakdown memory = stage_memory(*in_.model, shape, *in_.memory_constants);
-      return rank_peak_bytes(memory, gpu.runtime_overhead_bytes) <= gpu.memory_bytes;
-    };
-    // Smallest start block that fits, per end block; it never decreases as the end grows.
-    int start = 0;
-    for (int end = 1; end <= blocks_; ++end) {
-      while (start < end && !fits(start, end)) ++start;
-      rows[static_cast<std::size_t>(c) * (blocks_ + 1) + end] = start;
-    }
-  }
+  for (int c = 0; c < configs; ++c)
+    memory_row(c, in_flight, bounds_, &rows[static_cast<std::size_t>(c) * (blocks_ + 1)]);
 }
 
-bool StageDp::block_fits_somewhere(int block) const {
+// Per block, for the refinement and H2 when positions group layers.
+const int* StageDp::fine_memory_row(int c, int in_flight) {
+  if (group_ == 1) {
+    build_memory_rows(in_flight);
+    return &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * (blocks_ + 1)];
+  }
+  std::vector<int>& row = fine_mem_start_[{c, in_flight}];
+  if (row.empty()) {
+    std::vector<int> identity(fine_blocks_ + 1);
+    for (int b = 0; b <= fine_blocks_; ++b) identity[b] = b;
+    row.resize(fine_blocks_ + 1);
+    memory_row(c, in_flight, identity, row.data());
+  }
+  return row.data();
+}
+
+bool StageDp::block_fits_somewhere(int block) {
   for (int c = 0; c < static_cast<int>(in_.configs->size()); ++c) {
-    if (mem_start(c, 1, block + 1) <= block) return true;
+    if (fine_memory_row(c, 1)[block + 1] <= block) return true;
   }
   return false;
 }
-
 int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
   const int id = static_cast<int>(level.keys.size());
   level.index.emplace(key, id);
@@ -108,7 +260,7 @@ void StageDp::solve() {
       for (int c = 0; c < configs; ++c) {
         const StageConfig& config = (*in_.configs)[c];
         if (usage[config.pool] + config.tp > capacity_[config.pool]) continue;
-        const std::vector<double>& prefix = (*in_.time_prefix)[c];
+        const std::vector<double>& prefix = unit_prefix_[c];
         const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];  // depth 0: last stage
         // The target state exists iff some end admits a stage (as the first version had it,
         // so state counts and the budget are unchanged).
@@ -135,113 +287,27 @@ void StageDp::solve() {
           next_usage[config.pool] += config.tp;
           target = add_state(next, key, next_usage.data());
         }
-        if (in_.quadratic_reference)
-          relax_quadratic(tau, c, in_flight, prefix, p2p, limit, next, target);
-        else
-          relax_linear(tau, std::max(1, lo), hi, c, in_flight, prefix, p2p, limit, next, target);
+        Relax r;
+        r.tau = tau;
+        r.first_end = std::max(1, lo);
+        r.last_end = hi;
+        r.positions = blocks_;
+        r.prefix = prefix.data();
+        r.p2p = p2p;
+        r.limit = limit;
+        r.mem_start = &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * (blocks_ + 1)];
+        const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
+        r.best = &next.tau[row];
+        r.best_end = &next.prev_block[row];
+        r.best_config = &next.config[row];
+        r.config = c;
+        r.first_finite = &next.first_finite[target];
+        r.last_finite = &next.last_finite[target];
+        if (in_.quadratic_reference) relax_quadratic(r);
+        else relax_linear(r, window_);
       }
     }
     if (next.keys.empty()) break;
-  }
-}
-
-// The first version's sweep, O(blocks^2): every (end, start) pair. Kept as the reference the
-// bench and the tests compare relax_linear() against (quadratic_reference).
-void StageDp::relax_quadratic(const float* tau, int c, int in_flight, const std::vector<double>& prefix,
-                              double p2p, float limit, Level& next, int target) {
-  const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
-  float* best = &next.tau[row];
-  for (int end = 1; end <= blocks_; ++end) {
-    const float before = tau[end];
-    if (before == kInf || before > limit) continue;
-    const int lowest = mem_start(c, in_flight, end);
-    if (lowest >= end) continue;
-    const double end_time = prefix[end] + p2p;
-    if (static_cast<float>(end_time - prefix[end - 1]) > limit) continue;
-    for (int start = end - 1; start >= lowest; --start) {
-      const float stage = static_cast<float>(end_time - prefix[start]);
-      if (stage > limit) break;  // earlier starts only make the stage slower
-      const float slowest = stage > before ? stage : before;
-      if (slowest < best[start]) {
-        best[start] = slowest;
-        next.prev_block[row + start] = static_cast<std::int16_t>(end);
-        next.config[row + start] = static_cast<std::int16_t>(c);
-        next.first_finite[target] = std::min(next.first_finite[target], start);
-        next.last_finite[target] = std::max(next.last_finite[target], start);
-      }
-    }
-  }
-}
-
-// Same result as relax_quadratic(), cell for cell (value and chosen end), in O(blocks).
-// For a start block, candidate ends run from start + 1 to hi(start), the last end whose stage
-// from `start` still fits in memory. The value of an end is max(tau[end], S(end)) with S the
-// stage's cycle, non-decreasing in end. Let m(end) = min of tau over (start, end]: then
-// min_end max(tau, S) = min_end max(m, S), with m non-increasing and S non-decreasing, so the
-// optimum sits where S first reaches m (the crossing p): either the smallest tau left of p
-// (there S < tau, so the value is tau) or p itself. Left of p wins ties, and among equal tau
-// the smallest end, which is the end the quadratic sweep keeps. As start decreases, S grows
-// and m can only shrink, so p and hi never move right: the window (start, p) slides left and a
-// monotone deque gives its minimum in amortised O(1).
-void StageDp::relax_linear(const float* tau, int first_end, int last_end, int c, int in_flight,
-                           const std::vector<double>& prefix, double p2p, float limit, Level& next,
-                           int target) {
-  const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
-  float* best = &next.tau[row];
-  auto value_of = [&](int end) {  // tau past the bound never starts a stage (as the sweep)
-    const float t = tau[end];
-    return t > limit ? kInf : t;
-  };
-  auto stage_seconds = [&](int start, int end) {
-    return static_cast<float>(prefix[end] + p2p - prefix[start]);
-  };
-  // Ends outside [first_end, last_end] have infinite tau: they can never be chosen, so the
-  // sweep starts below last_end and stops once no end from first_end on can take the start.
-  // window_ holds ends in (start, p), highest first, values strictly increasing front to back.
-  window_.clear();
-  std::size_t head = 0;  // window_[head..] is live; ends leave from the front
-  int hi = last_end;     // last end that fits with the current start
-  int p = last_end + 1;  // crossing: first end in (start, hi] where S >= m, else hi + 1
-  const int lowest_start = mem_start(c, in_flight, first_end);
-  for (int start = last_end - 1; start >= lowest_start; --start) {
-    // Every end from first_end on makes the stage slower than the bound allows: done.
-    if (stage_seconds(start, first_end) > limit) break;
-    // hi only moves left; hi == start leaves no end for this start (a later one may fit).
-    while (hi > start && mem_start(c, in_flight, hi) > start) --hi;
-    // End start + 1 joins the window at its low side (p > start + 1 always holds here).
-    const float joining = value_of(start + 1);
-    while (window_.size() > head && value_of(window_.back()) >= joining) window_.pop_back();
-    window_.push_back(start + 1);
-    // Ends beyond hi are out; they sit at the window's high side.
-    if (p > hi + 1) {
-      p = hi + 1;
-      while (window_.size() > head && window_[head] >= p) ++head;
-    }
-    // Move the crossing left while S(p - 1) >= min of the window (which includes p - 1).
-    while (p - 1 > start && window_.size() > head &&
-           stage_seconds(start, p - 1) >= value_of(window_[head])) {
-      --p;
-      while (window_.size() > head && window_[head] >= p) ++head;
-    }
-    float chosen = kInf;
-    int chosen_end = -1;
-    if (window_.size() > head) {
-      chosen = value_of(window_[head]);
-      chosen_end = window_[head];
-    }
-    if (p <= hi) {
-      const float at_p = std::max(value_of(p), stage_seconds(start, p));
-      if (at_p < chosen) {
-        chosen = at_p;
-        chosen_end = p;
-      }
-    }
-    if (chosen_end < 0 || chosen > limit || !(chosen < best[start])) continue;
-    best[start] = chosen;
-    next.prev_block[row + start] = static_cast<std::int16_t>(chosen_end);
-    next.config[row + start] = static_cast<std::int16_t>(c);
-    next.first_finite[target] = std::min(next.first_finite[target], start);
-    next.last_finite[target] = std::max(next.last_finite[target], start);
   }
 }
 
@@ -255,7 +321,7 @@ std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
     const std::size_t cell = static_cast<std::size_t>(state) * (blocks_ + 1) + block;
     const int end = level.prev_block[cell];
     const int c = level.config[cell];
-    choices.push_back({block, end, c});
+    choices.push_back({bounds_[block], bounds_[end], c});
     const StageConfig& config = (*in_.configs)[c];
     usage[config.pool] -= config.tp;
     std::uint64_t key = 0;
@@ -264,6 +330,53 @@ std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
     block = end;
   }
   return choices;
+}
+
+void StageDp::refine(DpCandidate& candidate) {
+  if (group_ == 1 || candidate.choices.empty()) return;
+  const int stages = static_cast<int>(candidate.choices.size());
+  const int n = fine_blocks_;
+  // Backwards over the fixed sequence of (pool, TP), one state per depth: the same min-max
+  // transition as the DP, over single blocks.
+  std::vector<float> after(n + 1, kInf), here(n + 1, kInf);
+  after[n] = 0.0f;
+  int first = n, last = n;
+  std::vector<std::int16_t> ends(static_cast<std::size_t>(stages) * (n + 1), -1);
+  std::vector<std::int16_t> unused(n + 1, -1);
+  for (int j = stages - 1; j >= 0; --j) {
+    const int depth = stages - 1 - j;  // stages placed after this one
+    const int c = candidate.choices[j].config;
+    std::fill(here.begin(), here.end(), kInf);
+    int here_first = n + 1, here_last = -1;
+    Relax r;
+    r.tau = after.data();
+    r.first_end = std::max(1, first);
+    r.last_end = last;
+    r.positions = n;
+    r.prefix = (*in_.time_prefix)[c].data();
+    r.p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];
+    r.mem_start = fine_memory_row(c, std::min(depth + 1, buckets_));
+    r.best = here.data();
+    r.best_end = &ends[static_cast<std::size_t>(j) * (n + 1)];
+    r.best_config = unused.data();
+    r.config = c;
+    r.first_finite = &here_first;
+    r.last_finite = &here_last;
+    if (first <= last) relax_linear(r, window_);
+    std::swap(after, here);
+    first = here_first;
+    last = here_last;
+  }
+  // The DP's own split is one of those searched, so this is never slower; ties keep it.
+  if (!(after[0] < candidate.slowest_stage_seconds)) return;
+  candidate.slowest_stage_seconds = after[0];
+  int start = 0;
+  for (int j = 0; j < stages; ++j) {
+    const int end = ends[static_cast<std::size_t>(j) * (n + 1) + start];
+    candidate.choices[j].first_block = start;
+    candidate.choices[j].last_block = end;
+    start = end;
+  }
 }
 
 std::vector<DpCandidate> StageDp::candidates() const {

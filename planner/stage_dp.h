@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct StageDpInput {
   // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
   // same result cell for cell. Only the bench and the tests use it, as the baseline.
   bool quadratic_reference = false;
+  // Past this many blocks, the DP runs over positions that group runs of identical layers
+  // (embedding and head stay alone), at most max_units of them; refine() then re-splits a
+  // candidate over single blocks for its sequence of (pool, TP). 0: one position per block.
+  int max_units = 0;
 };
 
 struct DpCandidate {
@@ -64,7 +69,13 @@ class StageDp {
   std::int64_t states() const { return states_; }
   bool truncated() const { return truncated_; }
   // Block b alone does not fit any config even as the last stage (H2's memory floor).
-  bool block_fits_somewhere(int block) const;
+  bool block_fits_somewhere(int block);
+  // Layers per DP position (1: exact, every block boundary searched).
+  int layers_per_position() const { return group_; }
+  // When positions group layers: the best split over single blocks for the candidate's
+  // sequence of (pool, TP) and depth (exact for that sequence); kept only when its slowest
+  // cycle is lower. No-op when every block is its own position.
+  void refine(DpCandidate& candidate);
 
  private:
   struct Level {
@@ -80,20 +91,21 @@ class StageDp {
 
   int add_state(Level& level, std::uint64_t key, const int* usage);
   void build_memory_rows(int in_flight);
+  void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
+  const int* fine_memory_row(int c, int in_flight);
   // Smallest start block whose stage ending at end_block fits with in_flight micro-batches.
   int mem_start(int config, int in_flight, int end_block) const {
     return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
   std::vector<StageChoice> reconstruct(int depth, int state) const;
-  // Relax every start block of `target` (next level) from a state's tau with one config.
-  void relax_linear(const float* tau, int first_end, int last_end, int c, int in_flight,
-                    const std::vector<double>& prefix, double p2p, float limit, Level& next,
-                    int target);
-  void relax_quadratic(const float* tau, int c, int in_flight, const std::vector<double>& prefix,
-                       double p2p, float limit, Level& next, int target);
 
   StageDpInput in_;
-  int blocks_ = 0;
+  int blocks_ = 0;       // DP positions (= model blocks unless grouped)
+  int fine_blocks_ = 0;  // model blocks
+  int group_ = 1;        // layers per position
+  std::vector<int> bounds_;  // first block of each position, then fine_blocks_
+  std::vector<std::vector<double>> unit_prefix_;  // time_prefix sampled at bounds_
+  std::map<std::pair<int, int>, std::vector<int>> fine_mem_start_;  // (config, in-flight)
   int pools_ = 0;
   int buckets_ = 1;
   std::vector<int> capacity_;           // per pool, in TP units
