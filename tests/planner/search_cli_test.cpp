@@ -205,6 +205,16 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
            write_cluster("catalog-eff.yaml", "A100-40: {compute_efficiency: 0}\n"),
        "A100-40.compute_efficiency must be in (0, 1]"},
+      // Unreadable profile folders threw out of the library; now one line naming the path.
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --profiles " + cluster,
+       "is a file, not a folder"},
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --profiles " +
+           [] {
+             const auto dir = scratch() / "profiles-json-folder";
+             std::filesystem::create_directories(dir / "GPT-Neo-2.7" / "A100-40" / "profile.json");
+             return dir.string();
+           }(),
+       "profile.json' is not a regular file"},
       // Past the DP's 16-bit block indices: an input-sanity limit, refused with one line.
       {"plan --cluster " + cluster + " --model " +
            write_cluster("too-deep.yaml", "{name: deep, num_layers: 40000, hidden: 1024, heads: 16, "
