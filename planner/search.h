@@ -10,7 +10,9 @@
 //   size and DP degree D (gbs divisible by mbs*D: the global batch is never changed), P
 //   contiguous stages with uneven block splits, and per stage one GPU pool (type x region,
 //   H5/H6) and one TP degree (a power of two within a node, H1) for all its D replicas.
-// Caveats: Sailor lets the replicas of one stage mix GPU types; we keep a stage's replicas on
+// Caveats: models of more than 126 layers are searched with layers grouped into at most 128
+//   DP positions, then re-split per layer (options.max_stage_dp_positions; within 2 % of the
+//   exact DP where measured, docs/planner.md). Sailor lets the replicas of one stage mix GPU types; we keep a stage's replicas on
 //   one type (different stages may differ), which keeps the DP exact and fast. The DP
 //   minimises the slowest stage's compute time per pipeline depth and usage; sync, p2p and
 //   warm-up are then scored by evaluate() on the DP's candidates (docs/planner.md).

@@ -5,13 +5,17 @@
 //   time of the slowest stage (its 1F1B cycle: forward + backward + p2p of one micro-batch) over all contiguous splits
 //   of the blocks into P stages and all (pool, TP) choices per stage with u, such that every
 //   stage fits in memory with the 1F1B in-flight micro-batches of its position. Exact over
-//   that space, not a heuristic: states are (stages placed from the end, u) and each keeps the
-//   best time for every start block, so uneven splits are covered.
+//   that space when every block is its own position (max_units = 0 or blocks <= max_units):
+//   states are (stages placed from the end, u) and each keeps the best time for every start
+//   block, so uneven splits are covered.
 // Assumes: stage time and stage memory grow when a stage takes more blocks (true of the time
 //   and memory models: every block has non-negative time and bytes).
-// Caveats: the cost is O(P_max x states x configs x blocks^2); states grow as D shrinks, so
-//   search.h visits large D first (H3) and a state budget stops runaway cases honestly
-//   (truncated() says so).
+// Caveats: the cost is O(states x configs x blocks) time and O(states x blocks) memory (one
+//   transition is O(blocks), see relax_linear() in the .cpp); states grow as D shrinks and
+//   with the depths a model allows, so search.h visits large D first (H3), a state budget
+//   stops runaway cases honestly (truncated() says so), and past max_units blocks the DP runs
+//   over groups of layers, which makes it approximate: stage boundaries fall every
+//   layers_per_position() layers until refine() re-splits a candidate (docs/planner.md).
 #pragma once
 
 #include <cstdint>
