@@ -67,6 +67,20 @@ double tokens(const fp::SearchResult& r) {
   return r.plans.empty() ? 0.0 : r.plans.front().evaluation.tokens_per_second;
 }
 
+// Sailor's global batch (2048 sequences), one zone, the best plan only.
+fp::SearchRequest bench_request(fp::ModelSpec model, const std::vector<std::pair<const char*, int>>& gpus,
+                                const fp::GpuCatalog& catalog) {
+  fp::SearchRequest request;
+  request.model = std::move(model);
+  request.global_batch_size = 2048;
+  for (const auto& [gpu, count] : gpus) {
+    const fp::GpuType* type = catalog.find(gpu);
+    request.pools.push_back({type->name, "zone-a", "zone-a", count, type->gpus_per_node});
+  }
+  request.options.max_plans = 1;
+  return request;
+}
+
 // A GPT of `layers` layers, 1024 wide (the CLI test's deep spec); no profile matches it, so its
 // times come from the FLOP estimate.
 fp::ModelSpec deep_model(int layers) {
@@ -164,15 +178,8 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
   std::printf("deep models (FLOP estimate; times: search = default, exact = no layer grouping, "
               "old = first version's DP, stopped after %.0f s)\n\n", old_limit_seconds);
   for (const DeepScenario& scenario : scenarios) {
-    fp::SearchRequest request;
-    request.model = deep_model(scenario.layers);
-    request.global_batch_size = 2048;
+    fp::SearchRequest request = bench_request(deep_model(scenario.layers), scenario.gpus, catalog);
     request.training.flash_attention = true;  // as flotilla plan's default
-    for (const auto& [gpu, count] : scenario.gpus) {
-      const fp::GpuType* type = catalog.find(gpu);
-      request.pools.push_back({type->name, "zone-a", "zone-a", count, type->gpus_per_node});
-    }
-    request.options.max_plans = 1;
     const Timed fast = timed_search(request, context, quick ? 1 : 3);
     fp::SearchRequest exact_request = request;
     exact_request.options.max_stage_dp_positions = 0;
@@ -257,14 +264,7 @@ int main(int argc, char** argv) {
   for (std::size_t index = 0; index < scenarios.size(); ++index) {
     const Scenario& scenario = scenarios[index];
     if (deep_only || (only > 0 && static_cast<std::size_t>(only) != index + 1)) continue;
-    fp::SearchRequest request;
-    request.model = *fp::find_preset(scenario.model);
-    request.global_batch_size = 2048;
-    for (const auto& [gpu, count] : scenario.gpus) {
-      const fp::GpuType* type = catalog.find(gpu);
-      request.pools.push_back({type->name, "zone-a", "zone-a", count, type->gpus_per_node});
-    }
-    request.options.max_plans = 1;
+    const fp::SearchRequest request = bench_request(*fp::find_preset(scenario.model), scenario.gpus, catalog);
     const Timed fast = timed_search(request, context, quick ? 1 : 3);
     // Baseline 1: Sailor's recipe as the paper states it (DP + H1-H6), without our bound.
     fp::SearchRequest baseline_request = request;

@@ -8,6 +8,7 @@
 
 #include "planner/exhaustive.h"
 #include "planner/search_space.h"
+#include "tests/planner/stage_dp_setup.h"
 
 namespace flotilla::planner {
 namespace {
@@ -27,19 +28,6 @@ ModelSpec small_neo() {
   model.num_layers = 4;
   return model;
 }
-
-struct World {
-  GpuCatalog catalog = builtin_gpu_catalog();
-  ComputeModel compute{nullptr};
-  NetworkModel network = default_network_model();
-  EvalContext context() const {
-    EvalContext c;
-    c.catalog = &catalog;
-    c.compute = &compute;
-    c.network = &network;
-    return c;
-  }
-};
 
 SearchRequest request_for(ModelSpec model, int gbs, std::vector<GpuPool> pools) {
   SearchRequest r;

@@ -9,24 +9,11 @@
 #include <cstdio>
 
 #include "planner/search.h"
-#include "planner/search_proxy.h"
 #include "planner/search_space.h"
+#include "tests/planner/stage_dp_setup.h"
 
 namespace flotilla::planner {
 namespace {
-
-struct World {
-  GpuCatalog catalog = builtin_gpu_catalog();
-  ComputeModel compute{nullptr};
-  NetworkModel network = default_network_model();
-  EvalContext context() const {
-    EvalContext c;
-    c.catalog = &catalog;
-    c.compute = &compute;
-    c.network = &network;
-    return c;
-  }
-};
 
 ModelSpec deep_gpt(int layers) {
   ModelSpec m = *find_preset("opt-350m");
@@ -44,30 +31,10 @@ struct Outcome {
 Outcome solve(const SearchRequest& request, const World& world, int mbs, int dp, double limit,
               bool quadratic) {
   const EvalContext context = world.context();
-  const std::vector<SearchPool> pools = merged_pools(request, *context.catalog);
-  const std::vector<StageConfig> configs = stage_configs(request, pools, dp);
-  ProxyTimer timer(request, context, pools, mbs);
-  std::vector<std::vector<double>> prefix;
-  std::vector<double> p2p;
-  for (const StageConfig& config : configs) {
-    prefix.push_back(timer.cycle_prefix(config));
-    p2p.push_back(timer.p2p_cycle(config));
-  }
-  StageDpInput input;
-  input.model = &request.model;
-  input.training = &request.training;
-  input.pools = &pools;
-  input.configs = &configs;
-  input.time_prefix = &prefix;
-  input.p2p_cycle_seconds = &p2p;
-  input.memory_constants = &context.memory_constants;
-  input.micro_batch_size = mbs;
-  input.dp = dp;
-  input.num_micro_batches = request.global_batch_size / (mbs * dp);
-  input.max_stages = request.model.num_blocks();
-  input.max_stage_seconds = limit;
-  input.quadratic_reference = quadratic;
-  StageDp dp_solver(input);
+  DpSetup setup(request, context, mbs, dp, request.model.num_blocks());
+  setup.input.max_stage_seconds = limit;
+  setup.input.quadratic_reference = quadratic;
+  StageDp dp_solver(setup.input);
   dp_solver.solve();
   return {dp_solver.candidates(), dp_solver.states()};
 }
