@@ -203,7 +203,15 @@ class Searcher {
     std::vector<DpCandidate> found = solver.candidates();
     result_.stats.plans_considered += static_cast<std::int64_t>(found.size());
     if (found.empty()) {
-      if (input.max_stage_seconds < 1e300) {
+      const SearchConstraints& c = request_.constraints;
+      const double floor_bound =
+          c.min_tokens_per_second ? tokens_per_iteration() / *c.min_tokens_per_second / m : 1e300;
+      if (input.max_stage_seconds < 1e300 && input.max_stage_seconds >= floor_bound) {
+        // The throughput floor, not a better plan, ruled every pipeline out: say so.
+        collector_.reject("below-min-throughput", what,
+                          "below minimum throughput: no pipeline's slowest stage is fast enough "
+                          "for " + fixed_digits(*c.min_tokens_per_second, 0) + " tokens/s (predicted)");
+      } else if (input.max_stage_seconds < 1e300) {
         ++result_.rejection_counts["pruned-bound"];
       } else {
         collector_.reject("oom", what,
@@ -347,13 +355,13 @@ class Searcher {
     }
     if (first.empty() && !result_.rejections.empty())
       first = result_.rejections.front().what + ": " + result_.rejections.front().why;
+    const std::string example = first.empty() ? "" : "; e.g. " + first;
     if (count("over-budget") > 0 || count("below-min-throughput") > 0 || count("over-quota") > 0)
       return "no plan meets the constraints (" + std::to_string(count("over-budget")) +
              " over budget, " + std::to_string(count("below-min-throughput")) +
              " below the minimum throughput, " + std::to_string(count("over-quota")) +
-             " over quota); e.g. " + first;
-    return "the model fits nowhere on these GPUs (" + std::to_string(total_gpus_) +
-           " free); e.g. " + first;
+             " over quota)" + example;
+    return "the model fits nowhere on these GPUs (" + std::to_string(total_gpus_) + " free)" + example;
   }
 
   static constexpr std::size_t kCandidatesPerDepth = 3;

@@ -168,6 +168,22 @@ TEST(SearchTest, ImpossibleBudgetFailsWithOneLineReason) {
   EXPECT_GT(result.rejection_counts.at("over-budget"), 0);
 }
 
+// An unreachable throughput floor used to read "fits nowhere ...; e.g. " with nothing after it:
+// the bound pruned every pipeline without a line. It names the floor now.
+TEST(SearchTest, UnreachableThroughputFloorIsNamed) {
+  World world;
+  for (Objective objective : {Objective::kMinCost, Objective::kMaxThroughput}) {
+    SearchRequest request = request_for(small_llama(), 8, {pool("A100-40", 8, 4)});
+    request.objective = objective;
+    request.constraints.min_tokens_per_second = 1e12;
+    const SearchResult result = search_plans(request, world.context());
+    EXPECT_TRUE(result.plans.empty());
+    EXPECT_NE(result.failure.find("below the minimum throughput"), std::string::npos) << result.failure;
+    EXPECT_NE(result.failure.find("tokens/s"), std::string::npos) << result.failure;
+    EXPECT_EQ(result.failure.find("e.g. ;"), std::string::npos) << result.failure;
+  }
+}
+
 TEST(SearchTest, ModelThatFitsNowhereSaysSo) {
   World world;
   SearchRequest request = request_for(*find_preset("llama-2-70b"), 8, {pool("T4", 4, 4)});
