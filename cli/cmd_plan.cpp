@@ -244,14 +244,12 @@ static int run_plan(const std::vector<std::string>& raw) {
   }
   auto model = fp::resolve_model(args.model);
   if (!model) return bad(model.error());
-  // The stage search grows steeply with depth (a 300-layer spec ran past 60 s, see
-  // docs/planner.md); a clear refusal beats a command that looks hung.
-  constexpr int kMaxPlannableLayers = 200;
-  if (model.value().num_layers > kMaxPlannableLayers)
+  // An input-sanity limit, not a speed one: deep models plan in seconds (the stage DP groups
+  // layers past 128 positions, docs/planner.md); past this the DP's 16-bit block indices end.
+  if (model.value().num_layers > fp::kMaxSearchLayers)
     return bad(model.value().name + " has " + std::to_string(model.value().num_layers) +
                " transformer layers; flotilla plan handles at most " +
-               std::to_string(kMaxPlannableLayers) + " for now (the stage search grows steeply "
-               "with depth); `flotilla plan evaluate` scores a given plan of any depth");
+               std::to_string(fp::kMaxSearchLayers) + " (check num_layers in the spec)");
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!args.catalog.empty()) {
     std::string text;
@@ -356,6 +354,7 @@ static int run_plan(const std::vector<std::string>& raw) {
       out["rejected"].push_back({{"what", r.what}, {"why", r.why}});
     out["rejection_counts"] = result.rejection_counts;
     out["search"] = {{"dp_runs", result.stats.dp_runs},
+                     {"layers_per_dp_position", result.stats.layers_per_dp_position},
                      {"dp_states", result.stats.dp_states},
                      {"evaluations", result.stats.evaluations}};
     std::printf("%s\n", out.dump(2).c_str());

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -41,22 +43,86 @@ Result<GpuProfile> parse_profile_json(std::string_view text, std::string model, 
   return p;
 }
 
-Result<ProfileSet> load_profile_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_documentation(const fs::path& entry) {
+  const std::string name = entry.filename().string();
+  return name.empty() || name.front() == '.' || name.rfind("README", 0) == 0;
+}
+
+// Sub-folders of `dir`, sorted; "" and fills `out`, or one line naming the path and the fix.
+std::string list_folders(const fs::path& dir, const char* expected, std::vector<fs::path>& out) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
+  fs::directory_iterator it(dir, ec);
+  if (ec)
+    return "cannot read profile folder '" + dir.string() + "': " + ec.message() +
+           "; make it readable (chmod a+rx) or pass another --profiles";
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const fs::path path = it->path();
+    if (is_documentation(path)) continue;
+    std::error_code kind_ec;
+    if (!fs::is_directory(path, kind_ec)) {
+      return "'" + path.string() + "' is not a folder; the profile folder must hold only " +
+             expected + " folders (<dir>/<model>/<gpu>/profile.json): move it out";
+    }
+    out.push_back(path);
+  }
+  if (ec)
+    return "cannot read profile folder '" + dir.string() + "': " + ec.message() +
+           "; make it readable (chmod a+rx) or pass another --profiles";
+  std::sort(out.begin(), out.end());
+  return "";
+}
+
+}  // namespace
+
+Result<ProfileSet> load_profile_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
     return Result<ProfileSet>::failure("profile directory '" + dir + "' does not exist (expected <dir>/<model>/<gpu>/profile.json)");
   }
+  if (!fs::is_directory(dir, ec)) {
+    return Result<ProfileSet>::failure("profile directory '" + dir +
+                                       "' is a file, not a folder; pass the folder that holds "
+                                       "<model>/<gpu>/profile.json");
+  }
   ProfileSet set;
-  for (const auto& model_dir : fs::directory_iterator(dir)) {
-    if (!model_dir.is_directory()) continue;
-    for (const auto& gpu_dir : fs::directory_iterator(model_dir.path())) {
-      const fs::path file = gpu_dir.path() / "profile.json";
-      if (!fs::is_regular_file(file, ec)) continue;
+  std::vector<fs::path> models;
+  if (std::string why = list_folders(dir, "<model>", models); !why.empty())
+    return Result<ProfileSet>::failure(why);
+  for (const fs::path& model_dir : models) {
+    std::vector<fs::path> gpus;
+    if (std::string why = list_folders(model_dir, "<gpu>", gpus); !why.empty())
+      return Result<ProfileSet>::failure(why);
+    for (const fs::path& gpu_dir : gpus) {
+      const fs::path file = gpu_dir / "profile.json";
+      const fs::file_status status = fs::status(file, ec);
+      if (status.type() == fs::file_type::not_found) {
+        std::error_code link_ec;
+        if (fs::is_symlink(file, link_ec))
+          return Result<ProfileSet>::failure("'" + file.string() +
+                                             "' is a broken symbolic link; point it at the "
+                                             "profile or remove it");
+        continue;  // a GPU folder without a profile
+      }
+      if (ec && status.type() != fs::file_type::not_found)
+        return Result<ProfileSet>::failure("cannot read '" + file.string() + "': " + ec.message() +
+                                           "; make it readable or remove its folder");
+      if (status.type() != fs::file_type::regular)
+        return Result<ProfileSet>::failure("'" + file.string() +
+                                           "' is not a regular file; it must be the JSON profile "
+                                           "{mbs: {tp: {block: [fwd_s, bwd_s, update_s]}}}");
       std::ifstream in(file);
       std::stringstream ss;
-      ss << in.rdbuf();
-      auto p = parse_profile_json(ss.str(), model_dir.path().filename().string(), gpu_dir.path().filename().string());
+      if (in) ss << in.rdbuf();
+      if (!in || in.bad())
+        return Result<ProfileSet>::failure("cannot read '" + file.string() + "': " +
+                                           std::error_code(errno, std::generic_category()).message() +
+                                           "; make it readable or remove its folder");
+      auto p = parse_profile_json(ss.str(), model_dir.filename().string(), gpu_dir.filename().string());
       if (!p) return Result<ProfileSet>::failure(file.string() + ": " + p.error());
       set.add(std::move(p.value()));
     }

@@ -86,6 +86,8 @@ struct Pending {
   int mbs = 1;
   int dp = 1;
   int config_set = 0;     // index into Searcher::config_sets_
+  int stages = 0;
+  float slowest_stage_seconds = 0;  // the DP's value, for refine()
   std::vector<StageChoice> choices;
 };
 
@@ -142,7 +144,11 @@ class Searcher {
   // Best proxy objective (lower is better) among constraint-respecting candidates of one
   // (mbs, D); nullopt when none.
   std::optional<double> search_point(int mbs, int dp, ProxyTimer& timer) {
-    std::vector<StageConfig> configs = stage_configs(request_, pools_, dp);
+    // Kept for the whole search (a deque: references stay valid): the solver and the pending
+    // candidates point into it.
+    const int set = static_cast<int>(config_sets_.size());
+    const std::vector<StageConfig>& configs =
+        config_sets_.emplace_back(stage_configs(request_, pools_, dp));
     const std::string what = "mbs " + std::to_string(mbs) + ", D " + std::to_string(dp);
     if (configs.empty()) {
       collector_.reject("too-few-gpus", what, "no pool has " + std::to_string(dp) +
@@ -169,6 +175,8 @@ class Searcher {
     input.num_micro_batches = m;
     input.max_stages = max_stages_;
     input.max_stage_seconds = stage_bound(m, dp);
+    input.quadratic_reference = request_.options.quadratic_stage_dp;
+    input.max_units = request_.options.max_stage_dp_positions;
     StageDp solver(input);
     if (request_.options.heuristics) {
       // H2: a block that fits no (GPU, TP) alone rules out this (mbs, D) before the DP.
@@ -186,6 +194,8 @@ class Searcher {
     }
     solver.solve();
     ++result_.stats.dp_runs;
+    result_.stats.layers_per_dp_position =
+        std::max(result_.stats.layers_per_dp_position, solver.layers_per_position());
     result_.stats.dp_states += solver.states();
     if (solver.truncated())
       collector_.reject("truncated", what,
@@ -193,7 +203,15 @@ class Searcher {
     std::vector<DpCandidate> found = solver.candidates();
     result_.stats.plans_considered += static_cast<std::int64_t>(found.size());
     if (found.empty()) {
-      if (input.max_stage_seconds < 1e300) {
+      const SearchConstraints& c = request_.constraints;
+      const double floor_bound =
+          c.min_tokens_per_second ? tokens_per_iteration() / *c.min_tokens_per_second / m : 1e300;
+      if (input.max_stage_seconds < 1e300 && input.max_stage_seconds >= floor_bound) {
+        // The throughput floor, not a better plan, ruled every pipeline out: say so.
+        collector_.reject("below-min-throughput", what,
+                          "below minimum throughput: no pipeline's slowest stage is fast enough "
+                          "for " + fixed_digits(*c.min_tokens_per_second, 0) + " tokens/s (predicted)");
+      } else if (input.max_stage_seconds < 1e300) {
         ++result_.rejection_counts["pruned-bound"];
       } else {
         collector_.reject("oom", what,
@@ -202,46 +220,70 @@ class Searcher {
       }
       return std::nullopt;
     }
-    const int set = static_cast<int>(config_sets_.size());
-    config_sets_.push_back(std::move(configs));
-    const std::vector<StageConfig>& kept_configs = config_sets_.back();
+    const std::vector<StageConfig>& kept_configs = configs;
 
     std::optional<double> best;
     std::vector<std::vector<Pending>> by_depth(max_stages_ + 1);
-    for (DpCandidate& candidate : found) {
+    // Proxy numbers of a split; `report` files the constraint rejections (once per candidate).
+    auto score = [&](const DpCandidate& candidate, bool report) {
       const ProxyTimer::Estimate e = timer.estimate(candidate.choices, kept_configs, dp, m);
       Pending pending;
       pending.value = throughput() ? e.iter_seconds : e.usd_per_iteration;
       const SearchConstraints& c = request_.constraints;
       if (c.max_usd_per_iteration && e.usd_per_iteration > *c.max_usd_per_iteration) {
         ++pending.penalty;
-        proxy_reject("over-budget", what, candidate.stages,
-                     "over budget: " + fixed_digits(e.usd_per_iteration, 4) + " USD/iter > " +
-                         fixed_digits(*c.max_usd_per_iteration, 4) + " (predicted)");
+        if (report)
+          proxy_reject("over-budget", what, candidate.stages,
+                       "over budget: " + fixed_digits(e.usd_per_iteration, 4) + " USD/iter > " +
+                           fixed_digits(*c.max_usd_per_iteration, 4) + " (predicted)");
       }
       if (c.min_tokens_per_second && tokens_per_iteration() / e.iter_seconds < *c.min_tokens_per_second) {
         ++pending.penalty;
-        proxy_reject("below-min-throughput", what, candidate.stages,
-                     "below minimum throughput: " + fixed_digits(tokens_per_iteration() / e.iter_seconds, 0) +
-                         " tokens/s < " + fixed_digits(*c.min_tokens_per_second, 0) + " (predicted)");
+        if (report)
+          proxy_reject("below-min-throughput", what, candidate.stages,
+                       "below minimum throughput: " + fixed_digits(tokens_per_iteration() / e.iter_seconds, 0) +
+                           " tokens/s < " + fixed_digits(*c.min_tokens_per_second, 0) + " (predicted)");
       }
       pending.mbs = mbs;
       pending.dp = dp;
       pending.config_set = set;
-      pending.choices = std::move(candidate.choices);
-      if (pending.penalty == 0) {
-        if (!best || pending.value < *best) best = pending.value;
-        if (!best_feasible_value_ || pending.value < *best_feasible_value_) best_feasible_value_ = pending.value;
-      }
+      pending.stages = candidate.stages;
+      pending.slowest_stage_seconds = candidate.slowest_stage_seconds;
+      pending.choices = candidate.choices;
+      return pending;
+    };
+    auto note = [&](const Pending& pending) {
+      if (pending.penalty != 0) return;
+      if (!best || pending.value < *best) best = pending.value;
+      if (!best_feasible_value_ || pending.value < *best_feasible_value_) best_feasible_value_ = pending.value;
+    };
+    auto before = [](const Pending& a, const Pending& b) {
+      return a.penalty != b.penalty ? a.penalty < b.penalty : a.value < b.value;
+    };
+    for (DpCandidate& candidate : found) {
+      Pending pending = score(candidate, true);
+      note(pending);
       by_depth[candidate.stages].push_back(std::move(pending));
     }
-    // Per depth, the few best by the proxy wait for evaluate().
+    // Per depth, the few best by the proxy wait for evaluate(). When the DP grouped layers,
+    // each is first re-split over single layers (same stages, GPUs and TP), kept if better.
     for (auto& list : by_depth) {
-      std::sort(list.begin(), list.end(), [](const Pending& a, const Pending& b) {
-        return a.penalty != b.penalty ? a.penalty < b.penalty : a.value < b.value;
-      });
-      for (std::size_t i = 0; i < list.size() && i < kCandidatesPerDepth; ++i)
+      std::sort(list.begin(), list.end(), before);
+      for (std::size_t i = 0; i < list.size() && i < kCandidatesPerDepth; ++i) {
+        if (solver.layers_per_position() > 1) {
+          DpCandidate candidate;
+          candidate.stages = list[i].stages;
+          candidate.slowest_stage_seconds = list[i].slowest_stage_seconds;
+          candidate.choices = list[i].choices;
+          solver.refine(candidate);
+          Pending refined = score(candidate, false);
+          if (before(refined, list[i])) {
+            note(refined);
+            list[i] = std::move(refined);
+          }
+        }
         pending_.push_back(std::move(list[i]));
+      }
     }
     return best;
   }
@@ -313,13 +355,13 @@ class Searcher {
     }
     if (first.empty() && !result_.rejections.empty())
       first = result_.rejections.front().what + ": " + result_.rejections.front().why;
+    const std::string example = first.empty() ? "" : "; e.g. " + first;
     if (count("over-budget") > 0 || count("below-min-throughput") > 0 || count("over-quota") > 0)
       return "no plan meets the constraints (" + std::to_string(count("over-budget")) +
              " over budget, " + std::to_string(count("below-min-throughput")) +
              " below the minimum throughput, " + std::to_string(count("over-quota")) +
-             " over quota); e.g. " + first;
-    return "the model fits nowhere on these GPUs (" + std::to_string(total_gpus_) +
-           " free); e.g. " + first;
+             " over quota)" + example;
+    return "the model fits nowhere on these GPUs (" + std::to_string(total_gpus_) + " free)" + example;
   }
 
   static constexpr std::size_t kCandidatesPerDepth = 3;
@@ -351,6 +393,12 @@ SearchResult search_plans(const SearchRequest& request, const EvalContext& conte
   }
   if (context.catalog == nullptr || context.compute == nullptr || context.network == nullptr) {
     result.failure = "search needs a GPU catalog, a compute model and a network model";
+    return result;
+  }
+  if (request.model.num_layers <= 0 || request.model.num_layers > kMaxSearchLayers) {
+    result.failure = "the model has " + std::to_string(request.model.num_layers) +
+                     " transformer layers; the search handles 1 to " +
+                     std::to_string(kMaxSearchLayers);
     return result;
   }
   Searcher searcher(request, context, result);

@@ -10,7 +10,9 @@
 //   size and DP degree D (gbs divisible by mbs*D: the global batch is never changed), P
 //   contiguous stages with uneven block splits, and per stage one GPU pool (type x region,
 //   H5/H6) and one TP degree (a power of two within a node, H1) for all its D replicas.
-// Caveats: Sailor lets the replicas of one stage mix GPU types; we keep a stage's replicas on
+// Caveats: models of more than 126 layers are searched with layers grouped into at most 128
+//   DP positions, then re-split per layer (options.max_stage_dp_positions; within 2 % of the
+//   exact DP where measured, docs/planner.md). Sailor lets the replicas of one stage mix GPU types; we keep a stage's replicas on
 //   one type (different stages may differ), which keeps the DP exact and fast. The DP
 //   minimises the slowest stage's compute time per pipeline depth and usage; sync, p2p and
 //   warm-up are then scored by evaluate() on the DP's candidates (docs/planner.md).
@@ -44,6 +46,13 @@ struct SearchOptions {
   int max_stages = 0;        // 0: one per block at most
   bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
   bool branch_and_bound = true;  // false: the DP keeps stages slower than the best plan allows
+  // The stage DP's first, O(blocks^2)-per-transition sweep instead of the O(blocks) one (same
+  // result, cell for cell); for the bench's and the tests' same-run baseline only.
+  bool quadratic_stage_dp = false;
+  // Models with more blocks than this are searched over runs of identical layers (at most this
+  // many DP positions), then each kept candidate is re-split over single layers; 0: always
+  // exact. See docs/planner.md for what grouping can cost.
+  int max_stage_dp_positions = 128;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)
@@ -75,6 +84,7 @@ struct SearchStats {
   std::int64_t dp_states = 0;     // (depth, usage) states visited
   std::int64_t evaluations = 0;   // evaluate() calls
   std::int64_t plans_considered = 0;
+  int layers_per_dp_position = 1;  // > 1: the DP grouped layers (max_stage_dp_positions)
 };
 
 struct SearchResult {
@@ -84,6 +94,9 @@ struct SearchResult {
   SearchStats stats;
   std::string failure;  // when plans is empty: one line saying why
 };
+
+// Deepest model search_plans() takes (the stage DP stores block indices in 16 bits).
+inline constexpr int kMaxSearchLayers = 30000;
 
 SearchResult search_plans(const SearchRequest& request, const EvalContext& context);
 

@@ -14,7 +14,7 @@ ProxyTimer::ProxyTimer(const SearchRequest& request, const EvalContext& context,
 }
 
 ProxyTimer::Table& ProxyTimer::table(const StageConfig& config) {
-  const int key = config.pool * 64 + config.tp;
+  const std::uint64_t key = (static_cast<std::uint64_t>(config.pool) << 32) | static_cast<std::uint32_t>(config.tp);
   auto found = tables_.find(key);
   if (found != tables_.end()) return found->second;
   Table t;
@@ -70,8 +70,7 @@ double ProxyTimer::p2p_cycle(const StageConfig& config) {
 double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int last, int dp,
                                    LinkKind link) {
   if (dp <= 1) return 0.0;
-  const std::uint64_t key = ((((static_cast<std::uint64_t>(config.pool) * 64 + config.tp) * 256 +
-                               first) * 256 + last) * 65536 + dp) * 4 + static_cast<int>(link);
+  const SyncKey key{config.pool, config.tp, first, last, dp, static_cast<int>(link)};
   auto found = sync_.find(key);
   if (found != sync_.end()) return found->second;
   // As time_model.cpp: fp32 main grads of the stage's rank, ring all-reduce over the replicas.

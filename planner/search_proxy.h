@@ -50,8 +50,21 @@ class ProxyTimer {
   const std::vector<SearchPool>& pools_;
   int mbs_ = 1;
   int blocks_ = 0;
-  std::unordered_map<int, Table> tables_;            // key: pool * 64 + tp
-  std::unordered_map<std::uint64_t, double> sync_;   // (pool, tp, first, last, dp, link)
+  std::unordered_map<std::uint64_t, Table> tables_;  // key: pool << 32 | tp
+  // Every field in full: a packed 64-bit key collided once models had more than 255 blocks.
+  struct SyncKey {
+    int pool, tp, first, last, dp, link;
+    bool operator==(const SyncKey&) const = default;
+  };
+  struct SyncKeyHash {
+    std::size_t operator()(const SyncKey& k) const {
+      std::uint64_t h = 1469598103934665603ull;
+      for (int v : {k.pool, k.tp, k.first, k.last, k.dp, k.link})
+        h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
+      return static_cast<std::size_t>(h);
+    }
+  };
+  std::unordered_map<SyncKey, double, SyncKeyHash> sync_;
 };
 
 }  // namespace flotilla::planner

@@ -2,16 +2,147 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "planner/memory_model.h"
 
 namespace flotilla::planner {
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// One min-max transition: for every start block, best[start] = min over ends of
+// max(tau[end], stage cycle from start to end), over the ends whose stage fits in memory.
+struct Relax {
+  const float* tau = nullptr;  // source state's best slowest cycle per end
+  int first_end = 1, last_end = 0;  // tau is infinite outside [first_end, last_end]
+  int positions = 0;           // blocks (or units) in the model
+  const double* prefix = nullptr;
+  double p2p = 0;
+  float limit = kInf;
+  const int* mem_start = nullptr;  // per end: smallest start whose stage fits
+  float* best = nullptr;
+  std::int16_t* best_end = nullptr;
+  std::int16_t* best_config = nullptr;
+  int config = 0;
+  int* first_finite = nullptr;  // target's range of finite starts, widened on writes
+  int* last_finite = nullptr;
+  void keep(int start, float value, int end) const {
+    best[start] = value;
+    best_end[start] = static_cast<std::int16_t>(end);
+    best_config[start] = static_cast<std::int16_t>(config);
+    *first_finite = std::min(*first_finite, start);
+    *last_finite = std::max(*last_finite, start);
+  }
+};
+
+// The first version's sweep, O(blocks^2): every (end, start) pair. Kept as the reference the
+// bench and the tests compare relax_linear() against (quadratic_reference).
+void relax_quadratic(const Relax& r) {
+  for (int end = 1; end <= r.positions; ++end) {
+    const float before = r.tau[end];
+    if (before == kInf || before > r.limit) continue;
+    const int lowest = r.mem_start[end];
+    if (lowest >= end) continue;
+    const double end_time = r.prefix[end] + r.p2p;
+    if (static_cast<float>(end_time - r.prefix[end - 1]) > r.limit) continue;
+    for (int start = end - 1; start >= lowest; --start) {
+      const float stage = static_cast<float>(end_time - r.prefix[start]);
+      if (stage > r.limit) break;  // earlier starts only make the stage slower
+      const float slowest = stage > before ? stage : before;
+      if (slowest < r.best[start]) r.keep(start, slowest, end);
+    }
+  }
 }
 
+// Same result as relax_quadratic(), cell for cell (value and chosen end), in O(blocks).
+// For a start block, candidate ends run from start + 1 to hi(start), the last end whose stage
+// from `start` still fits in memory. The value of an end is max(tau[end], S(end)) with S the
+// stage's cycle, non-decreasing in end. Let m(end) = min of tau over (start, end]: then
+// min_end max(tau, S) = min_end max(m, S), with m non-increasing and S non-decreasing, so the
+// optimum sits where S first reaches m (the crossing p): either the smallest tau left of p
+// (there S < tau, so the value is tau) or p itself. Left of p wins ties, and among equal tau
+// the smallest end, which is the end the quadratic sweep keeps. As start decreases, S grows
+// and m can only shrink, so p and hi never move right: the window (start, p) slides left and a
+// monotone deque gives its minimum in amortised O(1). The same float expressions as the sweep
+// are compared, so even rounding agrees.
+void relax_linear(const Relax& r, std::vector<int>& window) {
+  auto value_of = [&](int end) {  // tau past the bound never starts a stage (as the sweep)
+    const float t = r.tau[end];
+    return t > r.limit ? kInf : t;
+  };
+  auto stage_seconds = [&](int start, int end) {
+    return static_cast<float>(r.prefix[end] + r.p2p - r.prefix[start]);
+  };
+  // Ends outside [first_end, last_end] have infinite tau: they can never be chosen, so the
+  // sweep starts below last_end and stops once no end from first_end on can take the start.
+  // window holds ends in (start, p), highest first, values strictly increasing front to back.
+  window.clear();
+  std::size_t head = 0;    // window[head..] is live; ends leave from the front
+  int hi = r.last_end;     // last end that fits with the current start
+  int p = r.last_end + 1;  // crossing: first end in (start, hi] where S >= m, else hi + 1
+  const int lowest_start = r.mem_start[r.first_end];
+  for (int start = r.last_end - 1; start >= lowest_start; --start) {
+    // Every end from first_end on makes the stage slower than the bound allows: done.
+    if (stage_seconds(start, r.first_end) > r.limit) break;
+    // hi only moves left; hi == start leaves no end for this start (a later one may fit).
+    while (hi > start && r.mem_start[hi] > start) --hi;
+    // End start + 1 joins the window at its low side (p > start + 1 always holds here).
+    const float joining = value_of(start + 1);
+    while (window.size() > head && value_of(window.back()) >= joining) window.pop_back();
+    window.push_back(start + 1);
+    // Ends beyond hi are out; they sit at the window's high side.
+    if (p > hi + 1) {
+      p = hi + 1;
+      while (window.size() > head && window[head] >= p) ++head;
+    }
+    // Move the crossing left while S(p - 1) >= min of the window (which includes p - 1).
+    while (p - 1 > start && window.size() > head &&
+           stage_seconds(start, p - 1) >= value_of(window[head])) {
+      --p;
+      while (window.size() > head && window[head] >= p) ++head;
+    }
+    float chosen = kInf;
+    int chosen_end = -1;
+    if (window.size() > head) {
+      chosen = value_of(window[head]);
+      chosen_end = window[head];
+    }
+    if (p <= hi) {
+      const float at_p = std::max(value_of(p), stage_seconds(start, p));
+      if (at_p < chosen) {
+        chosen = at_p;
+        chosen_end = p;
+      }
+    }
+    if (chosen_end < 0 || chosen > r.limit || !(chosen < r.best[start])) continue;
+    r.keep(start, chosen, chosen_end);
+  }
+}
+
+}  // namespace
+
 StageDp::StageDp(const StageDpInput& input) : in_(input) {
-  blocks_ = in_.model->num_blocks();
+  fine_blocks_ = in_.model->num_blocks();
+  // DP positions: one per block, or, past max_units, the embedding, runs of `group` layers
+  // and the head (the last run may be shorter).
+  const int layers = fine_blocks_ - 2;
+  group_ = 1;
+  if (in_.max_units > 2 && fine_blocks_ > in_.max_units)
+    group_ = (layers + (in_.max_units - 2) - 1) / (in_.max_units - 2);
+  bounds_.push_back(0);
+  if (group_ == 1) {
+    for (int b = 1; b <= fine_blocks_; ++b) bounds_.push_back(b);
+  } else {
+    for (int b = 1; b <= layers; b += group_) bounds_.push_back(b);
+    bounds_.push_back(layers + 1);
+    bounds_.push_back(fine_blocks_);
+  }
+  blocks_ = static_cast<int>(bounds_.size()) - 1;
+  for (const std::vector<double>& fine : *in_.time_prefix) {
+    std::vector<double> sampled(blocks_ + 1);
+    for (int u = 0; u <= blocks_; ++u) sampled[u] = fine[bounds_[u]];
+    unit_prefix_.push_back(std::move(sampled));
+  }
   pools_ = static_cast<int>(in_.pools->size());
   buckets_ = std::max(1, std::min(in_.max_stages, in_.num_micro_batches));
   int max_tp = 1;
@@ -25,46 +156,71 @@ StageDp::StageDp(const StageDpInput& input) : in_(input) {
     stride_[k] = stride;
     stride *= static_cast<std::uint64_t>(capacity_[k] + 1);
   }
-  build_memory_table();
+  mem_start_.assign(buckets_, {});
+  // The reference builds every row up front, as the first version did.
+  for (int in_flight = 1; in_flight <= (in_.quadratic_reference ? buckets_ : 1); ++in_flight)
+    build_memory_rows(in_flight);
 }
 
-void StageDp::build_memory_table() {
-  const int configs = static_cast<int>(in_.configs->size());
-  mem_start_.assign(static_cast<std::size_t>(configs) * buckets_ * (blocks_ + 1), 0);
-  for (int c = 0; c < configs; ++c) {
-    const StageConfig& config = (*in_.configs)[c];
-    const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
-    for (int in_flight = 1; in_flight <= buckets_; ++in_flight) {
-      StageShape shape;
-      shape.tp = config.tp;
-      shape.dp = in_.dp;
-      shape.micro_batch_size = in_.micro_batch_size;
-      shape.in_flight_micro_batches = in_flight;
-      shape.options = options_on_gpu(*in_.training, gpu.supports_flash_attention);  // as evaluate()
-      auto fits = [&](int first, int last) {
-        shape.first_block = first;
-        shape.last_block = last;
-        const MemoryBreakdown memory = stage_memory(*in_.model, shape, *in_.memory_constants);
-        return rank_peak_bytes(memory, gpu.runtime_overhead_bytes) <= gpu.memory_bytes;
-      };
-      // Smallest start block that fits, per end block; it never decreases as the end grows.
-      int start = 0;
-      for (int end = 1; end <= blocks_; ++end) {
-        while (start < end && !fits(start, end)) ++start;
-        mem_start_[(static_cast<std::size_t>(c) * buckets_ + (in_flight - 1)) * (blocks_ + 1) +
-                   end] = start;
-      }
-    }
+// Smallest start position that fits, per end position, for positions `bounds` (block of
+// each position boundary); it never decreases as the end grows (two pointers, O(positions)).
+void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const {
+  const StageConfig& config = (*in_.configs)[c];
+  const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
+  StageShape shape;
+  shape.tp = config.tp;
+  shape.dp = in_.dp;
+  shape.micro_batch_size = in_.micro_batch_size;
+  shape.in_flight_micro_batches = in_flight;
+  shape.options = options_on_gpu(*in_.training, gpu.supports_flash_attention);  // as evaluate()
+  auto fits = [&](int first, int last) {
+    shape.first_block = bounds[first];
+    shape.last_block = bounds[last];
+    const MemoryBreakdown memory = stage_memory(*in_.model, shape, *in_.memory_constants);
+    return rank_peak_bytes(memory, gpu.runtime_overhead_bytes) <= gpu.memory_bytes;
+  };
+  const int positions = static_cast<int>(bounds.size()) - 1;
+  row[0] = 0;
+  int start = 0;
+  for (int end = 1; end <= positions; ++end) {
+    while (start < end && !fits(start, end)) ++start;
+    row[end] = start;
   }
 }
 
-bool StageDp::block_fits_somewhere(int block) const {
+// Rows are built per in-flight count when a depth first needs one: deep models have up to
+// blocks buckets, but the DP rarely reaches more than a few dozen depths.
+void StageDp::build_memory_rows(int in_flight) {
+  std::vector<int>& rows = mem_start_[in_flight - 1];
+  if (!rows.empty()) return;
+  const int configs = static_cast<int>(in_.configs->size());
+  rows.assign(static_cast<std::size_t>(configs) * (blocks_ + 1), 0);
+  for (int c = 0; c < configs; ++c)
+    memory_row(c, in_flight, bounds_, &rows[static_cast<std::size_t>(c) * (blocks_ + 1)]);
+}
+
+// Per block, for the refinement and H2 when positions group layers.
+const int* StageDp::fine_memory_row(int c, int in_flight) {
+  if (group_ == 1) {
+    build_memory_rows(in_flight);
+    return &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * (blocks_ + 1)];
+  }
+  std::vector<int>& row = fine_mem_start_[{c, in_flight}];
+  if (row.empty()) {
+    std::vector<int> identity(fine_blocks_ + 1);
+    for (int b = 0; b <= fine_blocks_; ++b) identity[b] = b;
+    row.resize(fine_blocks_ + 1);
+    memory_row(c, in_flight, identity, row.data());
+  }
+  return row.data();
+}
+
+bool StageDp::block_fits_somewhere(int block) {
   for (int c = 0; c < static_cast<int>(in_.configs->size()); ++c) {
-    if (mem_start(c, 1, block + 1) <= block) return true;
+    if (fine_memory_row(c, 1)[block + 1] <= block) return true;
   }
   return false;
 }
-
 int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
   const int id = static_cast<int>(level.keys.size());
   level.index.emplace(key, id);
@@ -73,6 +229,8 @@ int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
   level.tau.insert(level.tau.end(), blocks_ + 1, kInf);
   level.prev_block.insert(level.prev_block.end(), blocks_ + 1, -1);
   level.config.insert(level.config.end(), blocks_ + 1, -1);
+  level.first_finite.push_back(blocks_ + 1);
+  level.last_finite.push_back(-1);
   ++states_;
   return id;
 }
@@ -82,6 +240,7 @@ void StageDp::solve() {
   std::vector<int> zero(pools_, 0);
   const int root = add_state(levels_[0], 0, zero.data());
   levels_[0].tau[static_cast<std::size_t>(root) * (blocks_ + 1) + blocks_] = 0.0f;
+  levels_[0].first_finite[root] = levels_[0].last_finite[root] = blocks_;
 
   const int configs = static_cast<int>(in_.configs->size());
   const float limit = in_.max_stage_seconds >= 3e38 ? kInf : static_cast<float>(in_.max_stage_seconds);
@@ -91,52 +250,61 @@ void StageDp::solve() {
     const Level& here = levels_[depth];
     Level& next = levels_[depth + 1];
     const int in_flight = std::min(depth + 1, buckets_);
+    build_memory_rows(in_flight);
     const int states_here = static_cast<int>(here.keys.size());
     for (int s = 0; s < states_here; ++s) {
       const int* usage = &here.usage[static_cast<std::size_t>(s) * pools_];
       const float* tau = &here.tau[static_cast<std::size_t>(s) * (blocks_ + 1)];
+      const int lo = here.first_finite[s], hi = here.last_finite[s];
+      if (lo > hi) continue;  // no start block reached (every cell infinite)
       for (int c = 0; c < configs; ++c) {
         const StageConfig& config = (*in_.configs)[c];
         if (usage[config.pool] + config.tp > capacity_[config.pool]) continue;
-        const std::vector<double>& prefix = (*in_.time_prefix)[c];
+        const std::vector<double>& prefix = unit_prefix_[c];
         const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];  // depth 0: last stage
-        int target = -1;
-        for (int end = 1; end <= blocks_; ++end) {
+        // The target state exists iff some end admits a stage (as the first version had it,
+        // so state counts and the budget are unchanged).
+        bool admits = false;
+        const int from = in_.quadratic_reference ? 1 : std::max(1, lo);
+        const int to = in_.quadratic_reference ? blocks_ : hi;
+        for (int end = from; end <= to && !admits; ++end) {
           const float before = tau[end];
           if (before == kInf || before > limit) continue;
-          const int lowest = mem_start(c, in_flight, end);
-          if (lowest >= end) continue;
-          const double end_time = prefix[end] + p2p;
-          // The single-block stage is the fastest this end allows; past the bound, skip.
-          if (static_cast<float>(end_time - prefix[end - 1]) > limit) continue;
-          if (target < 0) {
-            const std::uint64_t key = here.keys[s] + config.tp * stride_[config.pool];
-            auto found = next.index.find(key);
-            if (found != next.index.end()) {
-              target = found->second;
-            } else {
-              if (states_ >= in_.max_states) {
-                truncated_ = true;
-                break;
-              }
-              std::copy(usage, usage + pools_, next_usage.begin());
-              next_usage[config.pool] += config.tp;
-              target = add_state(next, key, next_usage.data());
-            }
-          }
-          const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
-          float* best = &next.tau[row];
-          for (int start = end - 1; start >= lowest; --start) {
-            const float stage = static_cast<float>(end_time - prefix[start]);
-            if (stage > limit) break;  // earlier starts only make the stage slower
-            const float slowest = stage > before ? stage : before;
-            if (slowest < best[start]) {
-              best[start] = slowest;
-              next.prev_block[row + start] = static_cast<std::int16_t>(end);
-              next.config[row + start] = static_cast<std::int16_t>(c);
-            }
-          }
+          if (mem_start(c, in_flight, end) >= end) continue;
+          admits = static_cast<float>(prefix[end] + p2p - prefix[end - 1]) <= limit;
         }
+        if (!admits) continue;
+        const std::uint64_t key = here.keys[s] + config.tp * stride_[config.pool];
+        int target;
+        if (auto found = next.index.find(key); found != next.index.end()) {
+          target = found->second;
+        } else {
+          if (states_ >= in_.max_states) {
+            truncated_ = true;
+            continue;
+          }
+          std::copy(usage, usage + pools_, next_usage.begin());
+          next_usage[config.pool] += config.tp;
+          target = add_state(next, key, next_usage.data());
+        }
+        Relax r;
+        r.tau = tau;
+        r.first_end = std::max(1, lo);
+        r.last_end = hi;
+        r.positions = blocks_;
+        r.prefix = prefix.data();
+        r.p2p = p2p;
+        r.limit = limit;
+        r.mem_start = &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * (blocks_ + 1)];
+        const std::size_t row = static_cast<std::size_t>(target) * (blocks_ + 1);
+        r.best = &next.tau[row];
+        r.best_end = &next.prev_block[row];
+        r.best_config = &next.config[row];
+        r.config = c;
+        r.first_finite = &next.first_finite[target];
+        r.last_finite = &next.last_finite[target];
+        if (in_.quadratic_reference) relax_quadratic(r);
+        else relax_linear(r, window_);
       }
     }
     if (next.keys.empty()) break;
@@ -153,7 +321,7 @@ std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
     const std::size_t cell = static_cast<std::size_t>(state) * (blocks_ + 1) + block;
     const int end = level.prev_block[cell];
     const int c = level.config[cell];
-    choices.push_back({block, end, c});
+    choices.push_back({bounds_[block], bounds_[end], c});
     const StageConfig& config = (*in_.configs)[c];
     usage[config.pool] -= config.tp;
     std::uint64_t key = 0;
@@ -162,6 +330,53 @@ std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
     block = end;
   }
   return choices;
+}
+
+void StageDp::refine(DpCandidate& candidate) {
+  if (group_ == 1 || candidate.choices.empty()) return;
+  const int stages = static_cast<int>(candidate.choices.size());
+  const int n = fine_blocks_;
+  // Backwards over the fixed sequence of (pool, TP), one state per depth: the same min-max
+  // transition as the DP, over single blocks.
+  std::vector<float> after(n + 1, kInf), here(n + 1, kInf);
+  after[n] = 0.0f;
+  int first = n, last = n;
+  std::vector<std::int16_t> ends(static_cast<std::size_t>(stages) * (n + 1), -1);
+  std::vector<std::int16_t> unused(n + 1, -1);
+  for (int j = stages - 1; j >= 0; --j) {
+    const int depth = stages - 1 - j;  // stages placed after this one
+    const int c = candidate.choices[j].config;
+    std::fill(here.begin(), here.end(), kInf);
+    int here_first = n + 1, here_last = -1;
+    Relax r;
+    r.tau = after.data();
+    r.first_end = std::max(1, first);
+    r.last_end = last;
+    r.positions = n;
+    r.prefix = (*in_.time_prefix)[c].data();
+    r.p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];
+    r.mem_start = fine_memory_row(c, std::min(depth + 1, buckets_));
+    r.best = here.data();
+    r.best_end = &ends[static_cast<std::size_t>(j) * (n + 1)];
+    r.best_config = unused.data();
+    r.config = c;
+    r.first_finite = &here_first;
+    r.last_finite = &here_last;
+    if (first <= last) relax_linear(r, window_);
+    std::swap(after, here);
+    first = here_first;
+    last = here_last;
+  }
+  // The DP's own split is one of those searched, so this is never slower; ties keep it.
+  if (!(after[0] < candidate.slowest_stage_seconds)) return;
+  candidate.slowest_stage_seconds = after[0];
+  int start = 0;
+  for (int j = 0; j < stages; ++j) {
+    const int end = ends[static_cast<std::size_t>(j) * (n + 1) + start];
+    candidate.choices[j].first_block = start;
+    candidate.choices[j].last_block = end;
+    start = end;
+  }
 }
 
 std::vector<DpCandidate> StageDp::candidates() const {

@@ -5,16 +5,21 @@
 //   time of the slowest stage (its 1F1B cycle: forward + backward + p2p of one micro-batch) over all contiguous splits
 //   of the blocks into P stages and all (pool, TP) choices per stage with u, such that every
 //   stage fits in memory with the 1F1B in-flight micro-batches of its position. Exact over
-//   that space, not a heuristic: states are (stages placed from the end, u) and each keeps the
-//   best time for every start block, so uneven splits are covered.
+//   that space when every block is its own position (max_units = 0 or blocks <= max_units):
+//   states are (stages placed from the end, u) and each keeps the best time for every start
+//   block, so uneven splits are covered.
 // Assumes: stage time and stage memory grow when a stage takes more blocks (true of the time
 //   and memory models: every block has non-negative time and bytes).
-// Caveats: the cost is O(P_max x states x configs x blocks^2); states grow as D shrinks, so
-//   search.h visits large D first (H3) and a state budget stops runaway cases honestly
-//   (truncated() says so).
+// Caveats: the cost is O(states x configs x blocks) time and O(states x blocks) memory (one
+//   transition is O(blocks), see relax_linear() in the .cpp); states grow as D shrinks and
+//   with the depths a model allows, so search.h visits large D first (H3), a state budget
+//   stops runaway cases honestly (truncated() says so), and past max_units blocks the DP runs
+//   over groups of layers, which makes it approximate: stage boundaries fall every
+//   layers_per_position() layers until refine() re-splits a candidate (docs/planner.md).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +47,13 @@ struct StageDpInput {
   // pipeline whose slowest cycle exceeds it, since iteration >= m x slowest cycle).
   double max_stage_seconds = 1e300;
   std::int64_t max_states = 400000;
+  // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
+  // same result cell for cell. Only the bench and the tests use it, as the baseline.
+  bool quadratic_reference = false;
+  // Past this many blocks, the DP runs over positions that group runs of identical layers
+  // (embedding and head stay alone), at most max_units of them; refine() then re-splits a
+  // candidate over single blocks for its sequence of (pool, TP). 0: one position per block.
+  int max_units = 0;
 };
 
 struct DpCandidate {
@@ -61,7 +73,13 @@ class StageDp {
   std::int64_t states() const { return states_; }
   bool truncated() const { return truncated_; }
   // Block b alone does not fit any config even as the last stage (H2's memory floor).
-  bool block_fits_somewhere(int block) const;
+  bool block_fits_somewhere(int block);
+  // Layers per DP position (1: exact, every block boundary searched).
+  int layers_per_position() const { return group_; }
+  // When positions group layers: the best split over single blocks for the candidate's
+  // sequence of (pool, TP) and depth (exact for that sequence); kept only when its slowest
+  // cycle is lower. No-op when every block is its own position.
+  void refine(DpCandidate& candidate);
 
  private:
   struct Level {
@@ -70,26 +88,35 @@ class StageDp {
     std::vector<float> tau;      // states x (blocks + 1)
     std::vector<std::int16_t> prev_block;
     std::vector<std::int16_t> config;
+    // Per state: the lowest and highest start block with a finite tau (lowest > highest: none).
+    std::vector<int> first_finite, last_finite;
     std::unordered_map<std::uint64_t, int> index;
   };
 
   int add_state(Level& level, std::uint64_t key, const int* usage);
-  void build_memory_table();
+  void build_memory_rows(int in_flight);
+  void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
+  const int* fine_memory_row(int c, int in_flight);
+  // Smallest start block whose stage ending at end_block fits with in_flight micro-batches.
   int mem_start(int config, int in_flight, int end_block) const {
-    return mem_start_[(static_cast<std::size_t>(config) * buckets_ + (in_flight - 1)) *
-                          (blocks_ + 1) +
-                      end_block];
+    return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
   std::vector<StageChoice> reconstruct(int depth, int state) const;
 
   StageDpInput in_;
-  int blocks_ = 0;
+  int blocks_ = 0;       // DP positions (= model blocks unless grouped)
+  int fine_blocks_ = 0;  // model blocks
+  int group_ = 1;        // layers per position
+  std::vector<int> bounds_;  // first block of each position, then fine_blocks_
+  std::vector<std::vector<double>> unit_prefix_;  // time_prefix sampled at bounds_
+  std::map<std::pair<int, int>, std::vector<int>> fine_mem_start_;  // (config, in-flight)
   int pools_ = 0;
   int buckets_ = 1;
   std::vector<int> capacity_;           // per pool, in TP units
   std::vector<std::uint64_t> stride_;   // mixed-radix key of a usage vector
-  std::vector<int> mem_start_;
+  std::vector<std::vector<int>> mem_start_;  // per in-flight count, built on first use
   std::vector<Level> levels_;
+  std::vector<int> window_;  // relax_linear()'s deque, reused
   std::int64_t states_ = 0;
   bool truncated_ = false;
 };

@@ -1,5 +1,9 @@
 // The profile fit against hand-computed lines, and stage sums against per-block sums.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "planner/profile.h"
 #include "planner/network_io.h"
@@ -51,4 +55,83 @@ TEST(NetworkIo, ZoneCostsMustBeAnObjectOfObjects) {
   const auto ok = fp::parse_zone_costs(R"({"a": {"b": 0.02}})", fp::default_network_model());
   ASSERT_TRUE(ok) << ok.error();
   EXPECT_DOUBLE_EQ(ok.value().usd_per_gb.at("a").at("b"), 0.02);
+}
+
+namespace {
+
+// A fresh folder under the build tree for one test's layout.
+std::filesystem::path scratch_profiles(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(FLOTILLA_BINARY_DIR) / "profile-io-test" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// One line, naming the offending path and what to do about it.
+void expect_one_line(const fp::Result<fp::ProfileSet>& loaded, const std::string& path,
+                     const std::string& fix) {
+  ASSERT_FALSE(loaded);
+  const std::string& error = loaded.error();
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  EXPECT_NE(error.find(fix), std::string::npos) << error;
+}
+
+constexpr const char* kProfile = R"({"1": {"1": {"0": [0.001, 0.002, 0.0001]}}})";
+
+}  // namespace
+
+TEST(ProfileIo, GoodFolderLoads) {
+  const auto dir = scratch_profiles("good");
+  write_file(dir / "OPT-350" / "A100-40" / "profile.json", kProfile);
+  write_file(dir / "README.md", "notes");
+  const auto loaded = fp::load_profile_dir(dir.string());
+  ASSERT_TRUE(loaded) << loaded.error();
+}
+
+// These used to be skipped silently or to throw out of the library (and the CLI); each is now
+// one line naming the path. All of them fail for root too (unlike chmod 000).
+TEST(ProfileIo, UnreadableLayoutsGetOneLineNamingThePath) {
+  const auto dir = scratch_profiles("bad");
+  // --profiles names a file
+  write_file(dir / "plain.json", kProfile);
+  expect_one_line(fp::load_profile_dir((dir / "plain.json").string()), (dir / "plain.json").string(),
+                  "is a file, not a folder");
+  // profile.json is a folder
+  const auto as_folder = dir / "json-folder";
+  std::filesystem::create_directories(as_folder / "OPT-350" / "A100-40" / "profile.json");
+  expect_one_line(fp::load_profile_dir(as_folder.string()),
+                  (as_folder / "OPT-350" / "A100-40" / "profile.json").string(), "not a regular file");
+  // a file where the <gpu> folder should be
+  const auto gpu_file = dir / "gpu-file";
+  write_file(gpu_file / "OPT-350" / "A100-40", kProfile);
+  expect_one_line(fp::load_profile_dir(gpu_file.string()), (gpu_file / "OPT-350" / "A100-40").string(),
+                  "is not a folder");
+  // a file where the <model> folder should be
+  const auto model_file = dir / "model-file";
+  write_file(model_file / "OPT-350", kProfile);
+  expect_one_line(fp::load_profile_dir(model_file.string()), (model_file / "OPT-350").string(),
+                  "is not a folder");
+  // profile.json is a broken link
+  const auto broken = dir / "broken-link";
+  std::filesystem::create_directories(broken / "OPT-350" / "A100-40");
+  std::filesystem::create_symlink(broken / "nowhere.json", broken / "OPT-350" / "A100-40" / "profile.json");
+  expect_one_line(fp::load_profile_dir(broken.string()),
+                  (broken / "OPT-350" / "A100-40" / "profile.json").string(), "broken symbolic link");
+}
+
+// Permission denied: only meaningful when not root (root reads through chmod 000).
+TEST(ProfileIo, PermissionDeniedGetsOneLine) {
+  if (geteuid() == 0) GTEST_SKIP() << "running as root: chmod 000 does not block reads";
+  const auto dir = scratch_profiles("denied");
+  write_file(dir / "OPT-350" / "A100-40" / "profile.json", kProfile);
+  std::filesystem::permissions(dir / "OPT-350", std::filesystem::perms::none);
+  const auto loaded = fp::load_profile_dir(dir.string());
+  std::filesystem::permissions(dir / "OPT-350", std::filesystem::perms::owner_all);
+  expect_one_line(loaded, (dir / "OPT-350").string(), "make it readable");
 }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -204,11 +205,21 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
       {"plan --model gpt-neo-2.7b --cluster " + cluster + " --gpu-catalog " +
            write_cluster("catalog-eff.yaml", "A100-40: {compute_efficiency: 0}\n"),
        "A100-40.compute_efficiency must be in (0, 1]"},
-      // A 300-layer spec searched for over a minute, looking hung.
+      // Unreadable profile folders threw out of the library; now one line naming the path.
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --profiles " + cluster,
+       "is a file, not a folder"},
+      {"plan --model gpt-neo-2.7b --cluster " + cluster + " --profiles " +
+           [] {
+             const auto dir = scratch() / "profiles-json-folder";
+             std::filesystem::create_directories(dir / "GPT-Neo-2.7" / "A100-40" / "profile.json");
+             return dir.string();
+           }(),
+       "profile.json' is not a regular file"},
+      // Past the DP's 16-bit block indices: an input-sanity limit, refused with one line.
       {"plan --cluster " + cluster + " --model " +
-           write_cluster("deep.yaml", "{name: deep, num_layers: 300, hidden: 1024, heads: 16, "
-                                      "vocab: 50272, seq_len: 2048}\n"),
-       "has 300 transformer layers; flotilla plan handles at most 200"},
+           write_cluster("too-deep.yaml", "{name: deep, num_layers: 40000, hidden: 1024, heads: 16, "
+                                          "vocab: 50272, seq_len: 2048}\n"),
+       "has 40000 transformer layers; flotilla plan handles at most 30000"},
   };
   for (const Case& c : cases) {
     const CliRun run = flotilla(c.args);
@@ -216,6 +227,26 @@ TEST(SearchCliTest, BadInputGetsOneLineAndExitTwo) {
     EXPECT_EQ(lines(run.err), 1) << c.args << "\n" << run.err;
     EXPECT_NE(run.err.find(c.needle), std::string::npos) << c.args << "\n" << run.err;
   }
+}
+
+// A 300-layer spec used to search for over a minute (and was refused for a while); now it plans
+// on the example cluster, with every stage within memory and all 302 blocks covered.
+TEST(SearchCliTest, DeepSpecPlansInSeconds) {
+  const auto start = std::chrono::steady_clock::now();
+  const CliRun run = flotilla("plan --cluster " + example("cluster.yaml") + " --json --model " +
+                              write_cluster("deep.yaml", "{name: deep, num_layers: 300, hidden: 1024, "
+                                                         "heads: 16, vocab: 50272, seq_len: 2048}\n"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(seconds, 30.0);  // ~1 s on the 2-core dev machine; generous for loaded CI
+  const nlohmann::json plan = nlohmann::json::parse(run.out).at("plan");
+  int next_block = 0;
+  for (const auto& stage : plan.at("stages")) {
+    EXPECT_EQ(stage.at("first_block").get<int>(), next_block);
+    next_block = stage.at("last_block").get<int>();
+    EXPECT_LE(stage.at("peak_bytes").get<long long>(), stage.at("capacity_bytes").get<long long>());
+  }
+  EXPECT_EQ(next_block, 302);
 }
 
 TEST(SearchCliTest, EvaluateSubcommandIsDispatched) {

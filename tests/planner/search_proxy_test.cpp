@@ -2,6 +2,7 @@
 // candidate ranking rely on it, so drift in the time model would silently mis-rank plans.
 #include "planner/search_proxy.h"
 #include "planner/stage_dp.h"
+#include "tests/planner/stage_dp_setup.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +64,6 @@ TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
 TEST(SearchProxyTest, StageDpMemoryMatchesEvaluateWithFlash) {
   const FlopContext flops;
   const EvalContext& context = flops.context;
-  const GpuCatalog& catalog = flops.catalog;
   std::size_t found[2] = {0, 0};
   for (bool flash : {false, true}) {
     SearchRequest request;
@@ -71,29 +71,11 @@ TEST(SearchProxyTest, StageDpMemoryMatchesEvaluateWithFlash) {
     request.global_batch_size = 64;
     request.training.flash_attention = flash;
     request.pools = {{"A100-40", "z", "z", 16, 4}, {"V100-16", "z", "z", 16, 4}};
-    const std::vector<SearchPool> pools = merged_pools(request, catalog);
     const int dp = 2, mbs = 1;
-    const std::vector<StageConfig> configs = stage_configs(request, pools, dp);
-    ProxyTimer timer(request, context, pools, mbs);
-    std::vector<std::vector<double>> prefix;
-    std::vector<double> p2p;
-    for (const StageConfig& config : configs) {
-      prefix.push_back(timer.cycle_prefix(config));
-      p2p.push_back(timer.p2p_cycle(config));
-    }
-    StageDpInput input;
-    input.model = &request.model;
-    input.training = &request.training;
-    input.pools = &pools;
-    input.configs = &configs;
-    input.time_prefix = &prefix;
-    input.p2p_cycle_seconds = &p2p;
-    input.memory_constants = &context.memory_constants;
-    input.micro_batch_size = mbs;
-    input.dp = dp;
-    input.num_micro_batches = request.global_batch_size / (mbs * dp);
-    input.max_stages = 8;
-    StageDp solver(input);
+    DpSetup setup(request, context, mbs, dp, 8);
+    const std::vector<SearchPool>& pools = setup.pools;
+    const std::vector<StageConfig>& configs = setup.configs;
+    StageDp solver(setup.input);
     solver.solve();
     for (const DpCandidate& candidate : solver.candidates()) {
       Plan plan;

@@ -8,6 +8,7 @@
 
 #include "planner/exhaustive.h"
 #include "planner/search_space.h"
+#include "tests/planner/stage_dp_setup.h"
 
 namespace flotilla::planner {
 namespace {
@@ -27,19 +28,6 @@ ModelSpec small_neo() {
   model.num_layers = 4;
   return model;
 }
-
-struct World {
-  GpuCatalog catalog = builtin_gpu_catalog();
-  ComputeModel compute{nullptr};
-  NetworkModel network = default_network_model();
-  EvalContext context() const {
-    EvalContext c;
-    c.catalog = &catalog;
-    c.compute = &compute;
-    c.network = &network;
-    return c;
-  }
-};
 
 SearchRequest request_for(ModelSpec model, int gbs, std::vector<GpuPool> pools) {
   SearchRequest r;
@@ -178,6 +166,22 @@ TEST(SearchTest, ImpossibleBudgetFailsWithOneLineReason) {
   EXPECT_NE(result.failure.find("budget"), std::string::npos) << result.failure;
   EXPECT_EQ(result.failure.find('\n'), std::string::npos);
   EXPECT_GT(result.rejection_counts.at("over-budget"), 0);
+}
+
+// An unreachable throughput floor used to read "fits nowhere ...; e.g. " with nothing after it:
+// the bound pruned every pipeline without a line. It names the floor now.
+TEST(SearchTest, UnreachableThroughputFloorIsNamed) {
+  World world;
+  for (Objective objective : {Objective::kMinCost, Objective::kMaxThroughput}) {
+    SearchRequest request = request_for(small_llama(), 8, {pool("A100-40", 8, 4)});
+    request.objective = objective;
+    request.constraints.min_tokens_per_second = 1e12;
+    const SearchResult result = search_plans(request, world.context());
+    EXPECT_TRUE(result.plans.empty());
+    EXPECT_NE(result.failure.find("below the minimum throughput"), std::string::npos) << result.failure;
+    EXPECT_NE(result.failure.find("tokens/s"), std::string::npos) << result.failure;
+    EXPECT_EQ(result.failure.find("e.g. ;"), std::string::npos) << result.failure;
+  }
 }
 
 TEST(SearchTest, ModelThatFitsNowhereSaysSo) {

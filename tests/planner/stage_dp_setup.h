@@ -1,0 +1,58 @@
+// Test support: a FLOP-estimate world and a stage DP built for one (mbs, D) the way search.cpp
+// builds it (pools, configs, the proxy's prefix sums and p2p), for tests that drive StageDp.
+#pragma once
+
+#include <vector>
+
+#include "planner/search.h"
+#include "planner/search_proxy.h"
+#include "planner/search_space.h"
+#include "planner/stage_dp.h"
+
+namespace flotilla::planner {
+
+struct World {
+  GpuCatalog catalog = builtin_gpu_catalog();
+  ComputeModel compute{nullptr};
+  NetworkModel network = default_network_model();
+  EvalContext context() const {
+    EvalContext c;
+    c.catalog = &catalog;
+    c.compute = &compute;
+    c.network = &network;
+    return c;
+  }
+};
+
+struct DpSetup {
+  std::vector<SearchPool> pools;
+  std::vector<StageConfig> configs;
+  std::vector<std::vector<double>> prefix;
+  std::vector<double> p2p;
+  StageDpInput input;
+
+  DpSetup(const SearchRequest& request, const EvalContext& context, int mbs, int dp, int max_stages) {
+    pools = merged_pools(request, *context.catalog);
+    configs = stage_configs(request, pools, dp);
+    ProxyTimer timer(request, context, pools, mbs);
+    for (const StageConfig& config : configs) {
+      prefix.push_back(timer.cycle_prefix(config));
+      p2p.push_back(timer.p2p_cycle(config));
+    }
+    input.model = &request.model;
+    input.training = &request.training;
+    input.pools = &pools;
+    input.configs = &configs;
+    input.time_prefix = &prefix;
+    input.p2p_cycle_seconds = &p2p;
+    input.memory_constants = &context.memory_constants;
+    input.micro_batch_size = mbs;
+    input.dp = dp;
+    input.num_micro_batches = request.global_batch_size / (mbs * dp);
+    input.max_stages = max_stages;
+  }
+  DpSetup(const DpSetup&) = delete;  // input points into the members
+  DpSetup& operator=(const DpSetup&) = delete;
+};
+
+}  // namespace flotilla::planner

@@ -1,0 +1,215 @@
+// The stage DP's O(blocks) relaxation against the first version's O(blocks^2) sweep, cell for
+// cell: the same complete pipelines, the same slowest cycles (bit for bit) and the same splits,
+// with and without the branch-and-bound limit, where memory binds and where it does not.
+#include "planner/stage_dp.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "planner/search.h"
+#include "planner/search_space.h"
+#include "tests/planner/stage_dp_setup.h"
+
+namespace flotilla::planner {
+namespace {
+
+ModelSpec deep_gpt(int layers) {
+  ModelSpec m = *find_preset("opt-350m");
+  m.name = "deep-" + std::to_string(layers);
+  m.num_layers = layers;
+  m.embed_proj_dim = 0;
+  return m;
+}
+
+struct Outcome {
+  std::vector<DpCandidate> candidates;
+  std::int64_t states = 0;
+};
+
+Outcome solve(const SearchRequest& request, const World& world, int mbs, int dp, double limit,
+              bool quadratic) {
+  const EvalContext context = world.context();
+  DpSetup setup(request, context, mbs, dp, request.model.num_blocks());
+  setup.input.max_stage_seconds = limit;
+  setup.input.quadratic_reference = quadratic;
+  StageDp dp_solver(setup.input);
+  dp_solver.solve();
+  return {dp_solver.candidates(), dp_solver.states()};
+}
+
+void expect_same(const SearchRequest& request, int mbs, int dp, double limit) {
+  World world;
+  const Outcome linear = solve(request, world, mbs, dp, limit, false);
+  const Outcome quadratic = solve(request, world, mbs, dp, limit, true);
+  SCOPED_TRACE(request.model.name + ", mbs " + std::to_string(mbs) + ", D " + std::to_string(dp) +
+               ", limit " + std::to_string(limit));
+  EXPECT_EQ(linear.states, quadratic.states);
+  ASSERT_EQ(linear.candidates.size(), quadratic.candidates.size());
+  for (std::size_t i = 0; i < linear.candidates.size(); ++i) {
+    const DpCandidate& a = linear.candidates[i];
+    const DpCandidate& b = quadratic.candidates[i];
+    EXPECT_EQ(a.stages, b.stages);
+    EXPECT_EQ(a.slowest_stage_seconds, b.slowest_stage_seconds);  // bit for bit
+    EXPECT_EQ(a.usage, b.usage);
+    ASSERT_EQ(a.choices.size(), b.choices.size());
+    for (std::size_t s = 0; s < a.choices.size(); ++s) {
+      EXPECT_EQ(a.choices[s].first_block, b.choices[s].first_block) << "candidate " << i;
+      EXPECT_EQ(a.choices[s].last_block, b.choices[s].last_block) << "candidate " << i;
+      EXPECT_EQ(a.choices[s].config, b.choices[s].config) << "candidate " << i;
+    }
+  }
+}
+
+SearchRequest request_for(ModelSpec model, std::vector<GpuPool> pools) {
+  SearchRequest r;
+  r.model = std::move(model);
+  r.global_batch_size = 64;
+  r.pools = std::move(pools);
+  r.options.tp_degrees = {1, 2, 4};
+  return r;
+}
+
+GpuPool pool(std::string gpu, int gpus, int node) { return GpuPool{std::move(gpu), "z", "z", gpus, node}; }
+
+// Slowest cycle of the fastest unbounded candidate, to derive limits that prune something.
+double fastest_cycle(const SearchRequest& request, int mbs, int dp) {
+  World world;
+  double best = 1e300;
+  for (const DpCandidate& c : solve(request, world, mbs, dp, 1e300, false).candidates)
+    best = std::min(best, static_cast<double>(c.slowest_stage_seconds));
+  return best;
+}
+
+TEST(StageDpTest, LinearSweepEqualsQuadraticSweep) {
+  SearchRequest llama =
+      request_for(*find_preset("llama-2-7b"), {pool("A100-40", 8, 4), pool("V100-16", 8, 4)});
+  llama.training.flash_attention = true;  // memory binds: 4096-token scores stay on the V100s
+  const std::vector<SearchRequest> requests = {
+      llama,
+      request_for(*find_preset("gpt-neo-2.7b"), {pool("A100-40", 4, 4), pool("V100-16", 12, 4)}),
+      request_for(deep_gpt(120), {pool("A100-40", 4, 4), pool("V100-16", 4, 4), pool("T4", 4, 4)}),
+      request_for(deep_gpt(48), {pool("GH200-96", 4, 4), pool("T4", 8, 4)}),
+  };
+  for (const SearchRequest& request : requests) {
+    int compared = 0;
+    for (int mbs : {1, 2}) {
+      for (int dp : {1, 2}) {
+        const double fastest = fastest_cycle(request, mbs, dp);
+        if (fastest >= 1e300) continue;  // nothing fits at this (mbs, D)
+        ++compared;
+        for (double limit : {1e300, fastest * 1.5, fastest * 1.05, fastest})
+          expect_same(request, mbs, dp, limit);
+      }
+    }
+    EXPECT_GT(compared, 0) << request.model.name << " has no pipeline at all";
+  }
+}
+
+// The whole search returns the same plans with either sweep.
+TEST(StageDpTest, SearchWithLinearSweepReturnsTheQuadraticSweepsPlans) {
+  World world;
+  for (const SearchRequest& base :
+       {request_for(*find_preset("gpt-neo-2.7b"), {pool("A100-40", 16, 4), pool("V100-16", 32, 4)}),
+        request_for(deep_gpt(96), {pool("A100-40", 8, 8), pool("V100-16", 16, 4), pool("GH200-96", 8, 4)})}) {
+    SearchRequest request = base;
+    request.global_batch_size = 512;
+    request.options.max_plans = 4;
+    const SearchResult linear = search_plans(request, world.context());
+    request.options.quadratic_stage_dp = true;
+    const SearchResult quadratic = search_plans(request, world.context());
+    ASSERT_FALSE(linear.plans.empty()) << linear.failure;
+    ASSERT_EQ(linear.plans.size(), quadratic.plans.size());
+    EXPECT_EQ(linear.stats.dp_states, quadratic.stats.dp_states);
+    for (std::size_t i = 0; i < linear.plans.size(); ++i) {
+      EXPECT_EQ(describe_plan(linear.plans[i].plan), describe_plan(quadratic.plans[i].plan));
+      EXPECT_EQ(linear.plans[i].evaluation.tokens_per_second,
+                quadratic.plans[i].evaluation.tokens_per_second);
+    }
+  }
+}
+
+SearchRequest deep_request(int layers, std::vector<GpuPool> pools) {
+  SearchRequest r;
+  r.model = deep_gpt(layers);
+  r.global_batch_size = 2048;
+  r.training.flash_attention = true;
+  r.pools = std::move(pools);
+  r.options.max_plans = 3;
+  return r;
+}
+
+// Every returned plan covers all blocks in order and is feasible when evaluated again.
+void expect_whole_and_feasible(const SearchRequest& request, const SearchResult& result,
+                               const EvalContext& context) {
+  ASSERT_FALSE(result.plans.empty()) << result.failure;
+  for (const RankedPlan& ranked : result.plans) {
+    int next = 0;
+    for (const Stage& stage : ranked.plan.stages) {
+      EXPECT_EQ(stage.first_block, next);
+      next = stage.last_block;
+    }
+    EXPECT_EQ(next, request.model.num_blocks());
+    const Evaluation again = evaluate(ranked.plan, request.model, context);
+    EXPECT_TRUE(again.feasible());
+    EXPECT_FALSE(violation(request, ranked.plan, again).has_value());
+  }
+}
+
+// Up to 126 layers (128 blocks) every block boundary is searched: presets are never grouped.
+TEST(StageDpTest, PresetsAreSearchedExactly) {
+  World world;
+  SearchRequest request = deep_request(96, {pool("A100-40", 16, 8), pool("V100-16", 16, 4)});
+  request.model = *find_preset("gpt-3-175b");
+  request.training.recompute = Recompute::kFull;
+  const SearchResult result = search_plans(request, world.context());
+  EXPECT_EQ(result.stats.layers_per_dp_position, 1);
+}
+
+// Grouping layers (past 128 positions) against the exact DP on the same request, where the
+// exact one still runs in seconds. Grouping restricts the DP's stage boundaries to every
+// `group` layers; refine() then re-splits the chosen sequence of (GPU, TP) over single layers,
+// so only the choice of sequence can differ. Measured: ratio 1.0000 on both; 0.9914 on a
+// 400-layer, 3 x 16 GPU case (16 s exact, too slow here); bench_plan_search has more. 2 % is
+// the tolerance docs/planner.md states.
+TEST(StageDpTest, GroupedLayersStayWithinTwoPercentOfExact) {
+  World world;
+  for (const SearchRequest& grouped :
+       {deep_request(300, {pool("A100-40", 20, 8), pool("V100-16", 24, 4)}),
+        deep_request(260, {pool("A100-40", 8, 8), pool("V100-16", 8, 4), pool("GH200-96", 8, 4)})}) {
+    const SearchResult fast = search_plans(grouped, world.context());
+    SearchRequest exact_request = grouped;
+    exact_request.options.max_stage_dp_positions = 0;
+    const SearchResult exact = search_plans(exact_request, world.context());
+    expect_whole_and_feasible(grouped, fast, world.context());
+    expect_whole_and_feasible(exact_request, exact, world.context());
+    EXPECT_GT(fast.stats.layers_per_dp_position, 1);
+    EXPECT_EQ(exact.stats.layers_per_dp_position, 1);
+    const double ratio = fast.plans.front().evaluation.tokens_per_second /
+                         exact.plans.front().evaluation.tokens_per_second;
+    std::printf("  %s: grouped %s, exact %s, throughput ratio %.4f\n", grouped.model.name.c_str(),
+                describe_plan(fast.plans.front().plan).c_str(),
+                describe_plan(exact.plans.front().plan).c_str(), ratio);
+    EXPECT_GE(ratio, 0.98);
+  }
+}
+
+// What the operator's reconcile loop needs: a 1000-layer model on mixed GPUs plans through the
+// library (no CLI cap in the way) well within a minute; ~0.2 s on the 2-core dev machine.
+TEST(StageDpTest, ThousandLayerModelPlansWithinAGenerousBound) {
+  World world;
+  const SearchRequest request =
+      deep_request(1000, {pool("A100-40", 20, 8), pool("V100-16", 24, 4), pool("GH200-96", 8, 4)});
+  const auto start = std::chrono::steady_clock::now();
+  const SearchResult result = search_plans(request, world.context());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("  1000 layers: %.3f s, %s\n", seconds,
+              result.plans.empty() ? result.failure.c_str() : describe_plan(result.plans.front().plan).c_str());
+  EXPECT_LT(seconds, 30.0);
+  expect_whole_and_feasible(request, result, world.context());
+  EXPECT_EQ(result.stats.layers_per_dp_position, 8);  // ceil(1000 / 126)
+}
+
+}  // namespace
+}  // namespace flotilla::planner
