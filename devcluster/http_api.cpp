@@ -190,13 +190,39 @@ Json object_meta_schema() {
 
 std::string gv_path(const ResourceType& t) { return t.group.empty() ? "api/" + t.version : "apis/" + t.group + "/" + t.version; }
 
-// Both selectors of a list or watch; answers 400 and returns false when one is malformed.
-bool parse_selectors(const HttpRequest& req, LabelSelector* labels, FieldSelector* fields, ResponseWriter& w) {
+// Both selectors of a list or watch; answers 400 and returns false when one is malformed or
+// selects on a field kube-apiserver would refuse for this resource.
+bool parse_selectors(const ResourceType& type, const HttpRequest& req, LabelSelector* labels, FieldSelector* fields,
+                     ResponseWriter& w) {
   std::string error;
   if (parse_label_selector(req.query_param("labelSelector"), labels, &error) &&
-      parse_field_selector(req.query_param("fieldSelector"), fields, &error))
-    return true;
+      parse_field_selector(req.query_param("fieldSelector"), fields, &error)) {
+    error = unsupported_field_selector(*fields, supported_field_selectors(type.group, type.plural, type.selectable_fields));
+    if (error.empty()) return true;
+  }
   send_error(w, bad_request(error));
+  return false;
+}
+
+// What kube-apiserver answers for a resourceVersion newer than anything it has seen (here: one
+// from before the data dir was wiped). Clients re-list on it, as they do on 410.
+ApiError too_large_resource_version(uint64_t asked, uint64_t current) {
+  return {504, "Timeout", "Too large resource version: " + std::to_string(asked) + ", current: " + std::to_string(current),
+          "", "", "", {{"", "ResourceVersionTooLarge", "Too large resource version"}}};
+}
+
+// resourceVersion as a number; "" and "0" are 0. False (and a 400 sent) when it is not one.
+bool parse_resource_version(const std::string& text, uint64_t* out, ResponseWriter& w) {
+  *out = 0;
+  if (text.empty()) return true;
+  size_t used = 0;
+  try {
+    if (text[0] != '-' && text[0] != '+') *out = std::stoull(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == text.size()) return true;
+  send_error(w, bad_request("resourceVersion must be a non-negative integer, got \"" + text + "\""));
   return false;
 }
 
@@ -298,7 +324,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
 void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
   LabelSelector labels;
   FieldSelector fields;
-  if (!parse_selectors(req, &labels, &fields, w)) return;
+  if (!parse_selectors(type, req, &labels, &fields, w)) return;
   long long limit = 0;
   try {
     std::string l = req.query_param("limit");
@@ -306,8 +332,22 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   } catch (...) {
     return send_error(w, bad_request("limit must be an integer"));
   }
+  // resourceVersion: ""/"0" = latest (devcluster has no staler cache to serve "any" from);
+  // N (NotOlderThan) = latest once it is at least N; Exact only at the latest version, because
+  // devcluster keeps no snapshots of older ones.
+  uint64_t want_rv = 0;
+  std::string rv_text = req.query_param("resourceVersion"), match = req.query_param("resourceVersionMatch");
+  if (!parse_resource_version(rv_text, &want_rv, w)) return;
+  if (!match.empty() && match != "NotOlderThan" && match != "Exact")
+    return send_error(w, bad_request("resourceVersionMatch must be NotOlderThan or Exact, got \"" + match + "\""));
+  if (!match.empty() && rv_text.empty())
+    return send_error(w, bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+  if (match == "Exact" && want_rv == 0)
+    return send_error(w, bad_request("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\""));
   std::string after;
   std::string token = req.query_param("continue");
+  if (!token.empty() && !rv_text.empty() && rv_text != "0")
+    return send_error(w, bad_request("specifying resource version is not allowed when using continue"));
   if (!token.empty() && !from_hex(token, &after))
     return send_error(w, {410, "Expired", "the provided continue parameter is too old or malformed", "", "", "", {}});
   std::vector<ObjectPtr> items;
@@ -317,6 +357,11 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   {
     auto lock = api_.store().lock();
     rv = api_.store().rv_locked();
+    if (want_rv > rv) return send_error(w, too_large_resource_version(want_rv, rv));
+    if (match == "Exact" && want_rv != rv)
+      return send_error(w, {410, "Expired", "devcluster lists only at the latest resourceVersion (" + std::to_string(rv) +
+                                                "); resourceVersion " + rv_text + " with resourceVersionMatch=Exact is not kept",
+                            "", "", "", {}});
     auto all = api_.store().list_locked(type.storage_key(), type.namespaced ? ns : "", after);
     std::string last_key;
     for (const auto& [key, obj] : all) {
@@ -356,25 +401,24 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
 void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
   LabelSelector labels;
   FieldSelector fields;
-  if (!parse_selectors(req, &labels, &fields, w)) return;
+  if (!parse_selectors(type, req, &labels, &fields, w)) return;
   std::string rv_text = req.query_param("resourceVersion");
   uint64_t since = 0;
-  if (!rv_text.empty() && rv_text != "0") {
-    try {
-      since = std::stoull(rv_text);
-    } catch (...) {
-      return send_error(w, bad_request("resourceVersion must be an integer, got \"" + rv_text + "\""));
-    }
-  }
+  if (!parse_resource_version(rv_text, &since, w)) return;
   bool bookmarks = req.query_param("allowWatchBookmarks") == "true";
   bool initial_events = req.query_param("sendInitialEvents") == "true";
   bool table = wants_table(req);
   std::string include_object = req.query_param("includeObject", "Metadata");
   long long timeout_seconds = 0;
-  try {
-    std::string t = req.query_param("timeoutSeconds");
-    if (!t.empty()) timeout_seconds = std::stoll(t);
-  } catch (...) {
+  if (std::string t = req.query_param("timeoutSeconds"); !t.empty()) {
+    size_t used = 0;
+    try {
+      timeout_seconds = std::stoll(t, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != t.size() || timeout_seconds < 0)
+      return send_error(w, bad_request("timeoutSeconds must be a non-negative integer, got \"" + t + "\""));
   }
   auto deadline = timeout_seconds > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds)
                                       : std::chrono::steady_clock::time_point::max();
@@ -418,6 +462,11 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
       cursor = store.rv_locked();
       if (initial_events && bookmarks) out += bookmark(cursor, true);
     } else {
+      if (since > store.rv_locked()) {
+        uint64_t current = store.rv_locked();
+        lock.unlock();
+        return send_error(w, too_large_resource_version(since, current));
+      }
       if (since < store.oldest_resumable_rv_locked()) {
         lock.unlock();
         ApiError gone{410, "Expired", "too old resource version: " + rv_text + " (" +
@@ -593,7 +642,12 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     // Say which subresource is missing: kubectl exec/attach/port-forward/cp/debug show only this.
     std::string why = "the server could not find the requested resource: devcluster does not implement " +
                       type->plural + "/" + sub;
-    if (type->plural == "pods") why += " (pods are local processes; `kubectl logs` shows their output)";
+    if (type->plural == "pods" && sub == "ephemeralcontainers")
+      why = "the server could not find the requested resource: devcluster does not support ephemeral containers "
+            "(pods/ephemeralcontainers, used by `kubectl debug`): pods are local processes without images; "
+            "`kubectl logs` shows their output";
+    else if (type->plural == "pods")
+      why += " (pods are local processes; `kubectl logs` shows their output)";
     return send_error(w, {404, "NotFound", why, "", group, "", {}});
   }
   if (type->namespaced && ns.empty() && !name.empty())

@@ -81,6 +81,11 @@ void Registry::rebuild_crds(const std::vector<nlohmann::json>& crds) {
       if (sub.contains("scale")) t.subresources.push_back("scale");
       if (v.contains("schema") && v["schema"].contains("openAPIV3Schema")) t.schema = v["schema"]["openAPIV3Schema"];
       if (v.contains("additionalPrinterColumns")) t.printer_columns = v["additionalPrinterColumns"];
+      for (const auto& f : v.value("selectableFields", nlohmann::json::array())) {
+        std::string path = f.is_object() ? f.value("jsonPath", "") : "";
+        if (!path.empty() && path[0] == '.') path.erase(0, 1);
+        if (!path.empty()) t.selectable_fields.push_back(path);
+      }
       types_.push_back(std::move(t));
     }
   }

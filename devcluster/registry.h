@@ -27,6 +27,7 @@ struct ResourceType {
   std::vector<std::string> subresources;  // "status", "binding", "log", ...
   nlohmann::json schema;           // CRD openAPIV3Schema (null for built-ins)
   nlohmann::json printer_columns;  // CRD additionalPrinterColumns (null = Name + Age)
+  std::vector<std::string> selectable_fields;  // CRD selectableFields ("spec.color"); built-ins: see selectors.h
 
   std::string storage_key() const { return group + "/" + plural; }
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }

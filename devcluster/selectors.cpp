@@ -168,6 +168,39 @@ bool FieldSelector::matches(const nlohmann::json& object) const {
   return true;
 }
 
+std::vector<std::string> supported_field_selectors(const std::string& group, const std::string& plural,
+                                                   const std::vector<std::string>& selectable_fields) {
+  std::vector<std::string> out = {"metadata.name", "metadata.namespace"};
+  std::vector<std::string> own;
+  if (group.empty()) {
+    // k8s.io/kubernetes pkg/registry/core/*/strategy.go (ToSelectableFields / field label conversions).
+    if (plural == "pods")
+      own = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+             "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName"};
+    else if (plural == "nodes") own = {"spec.unschedulable"};
+    else if (plural == "namespaces") own = {"status.phase"};
+    else if (plural == "secrets") own = {"type"};
+    else if (plural == "services") own = {"spec.clusterIP", "spec.type"};
+    else if (plural == "events")
+      own = {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+             "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+             "reason", "reportingComponent", "source", "type"};
+  }
+  own.insert(own.end(), selectable_fields.begin(), selectable_fields.end());
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
+std::string unsupported_field_selector(const FieldSelector& selector, const std::vector<std::string>& supported) {
+  for (const auto& r : selector.requirements) {
+    if (std::find(supported.begin(), supported.end(), r.key) != supported.end()) continue;
+    std::string list;
+    for (const auto& f : supported) list += (list.empty() ? "" : ", ") + f;
+    return "field label not supported: " + r.key + " (supported: " + list + ")";
+  }
+  return "";
+}
+
 bool label_selector_from_json(const nlohmann::json& sel, LabelSelector* out, std::string* error) {
   out->requirements.clear();
   if (sel.is_null()) return true;

@@ -19,6 +19,7 @@ const Json kCrd = Json::parse(R"({
   "spec": {"group": "example.io", "scope": "Namespaced",
     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
     "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+      "selectableFields": [{"jsonPath": ".spec.color"}],
       "schema": {"openAPIV3Schema": {"type": "object", "properties": {
         "spec": {"type": "object", "required": ["size"], "properties": {
           "size": {"type": "integer", "maximum": 10},
@@ -224,6 +225,54 @@ TEST_F(DevclusterApi, ListSelectorsAndPaging) {
   EXPECT_EQ(pages, 3);
   auto [cb, bad] = dc_->call("GET", "/api/v1/namespaces/default/configmaps?labelSelector=a+in+(b");
   EXPECT_EQ(cb, 400);
+}
+
+// What kube-apiserver refuses, devcluster refuses with the same code, so nothing that works
+// here fails on a real cluster: field selectors outside the resource's list, resourceVersions
+// the server has not reached (504 ResourceVersionTooLarge, on which clients re-list), and
+// malformed list/watch parameters.
+TEST_F(DevclusterApi, ListAndWatchParametersAreCheckedAsKubeApiserverDoes) {
+  auto [c1, bad_field] = dc_->call("GET", "/api/v1/namespaces/default/configmaps?fieldSelector=data.x%3Dy");
+  EXPECT_EQ(c1, 400);
+  EXPECT_EQ(bad_field.value("message", ""),
+            "field label not supported: data.x (supported: metadata.name, metadata.namespace)");
+  EXPECT_EQ(dc_->call("GET", "/api/v1/pods?fieldSelector=status.phase%3DRunning%2Cspec.nodeName%21%3Dx").first, 200);
+  EXPECT_EQ(dc_->call("GET", "/api/v1/events?fieldSelector=involvedObject.name%3Dp").first, 200);
+  auto [c2, bad_pod_field] = dc_->call("GET", "/api/v1/pods?fieldSelector=spec.containers%3Dx&watch=true");
+  EXPECT_EQ(c2, 400) << "a watch checks its selector before streaming";
+  EXPECT_NE(bad_pod_field.value("message", "").find("spec.nodeName"), std::string::npos) << bad_pod_field.dump();
+  // A CRD's selectableFields extend its list.
+  ASSERT_EQ(dc_->call("POST", kWidgets, widget("blue-1", {{"size", 1}, {"color", "blue"}})).first, 201);
+  ASSERT_EQ(dc_->call("POST", kWidgets, widget("red-1", {{"size", 1}})).first, 201);
+  auto [c3, blue] = dc_->call("GET", kWidgets + "?fieldSelector=spec.color%3Dblue");
+  ASSERT_EQ(c3, 200) << blue.dump();
+  ASSERT_EQ(blue["items"].size(), 1u);
+  EXPECT_EQ(blue["items"][0]["metadata"]["name"], "blue-1");
+  EXPECT_EQ(dc_->call("GET", kWidgets + "?fieldSelector=spec.size%3D1").first, 400);
+
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  auto [c4, list] = dc_->call("GET", cms);
+  const uint64_t now = std::stoull(list["metadata"]["resourceVersion"].get<std::string>());
+  EXPECT_EQ(dc_->call("GET", cms + "?resourceVersion=0").first, 200);
+  EXPECT_EQ(dc_->call("GET", cms + "?resourceVersion=" + std::to_string(now)).first, 200);
+  EXPECT_EQ(dc_->call("GET", cms + "?resourceVersion=" + std::to_string(now) + "&resourceVersionMatch=Exact").first, 200);
+  auto [c5, old_exact] = dc_->call("GET", cms + "?resourceVersion=" + std::to_string(now - 1) + "&resourceVersionMatch=Exact");
+  EXPECT_EQ(c5, 410) << old_exact.dump();
+  const std::string future = std::to_string(now + 1000);
+  for (const std::string& query : {"?resourceVersion=" + future, "?watch=true&resourceVersion=" + future}) {
+    auto [code, status] = dc_->call("GET", cms + query);
+    EXPECT_EQ(code, 504) << query << " " << status.dump();
+    EXPECT_EQ(status.value("reason", ""), "Timeout");
+    EXPECT_EQ(status["details"]["causes"][0]["reason"], "ResourceVersionTooLarge") << status.dump();
+    EXPECT_EQ(status.value("message", "").rfind("Too large resource version: " + future + ", current: ", 0), 0u);
+  }
+  for (const char* query : {"?resourceVersion=abc", "?resourceVersion=-1", "?resourceVersionMatch=Exact",
+                            "?resourceVersion=5&resourceVersionMatch=Newest", "?resourceVersion=0&resourceVersionMatch=Exact",
+                            "?watch=true&resourceVersion=1x", "?watch=true&timeoutSeconds=soon"}) {
+    auto [code, status] = dc_->call("GET", cms + query);
+    EXPECT_EQ(code, 400) << query << " " << status.dump();
+    EXPECT_EQ(status.value("reason", ""), "BadRequest") << query;
+  }
 }
 
 TEST_F(DevclusterApi, WatchResumesFromResourceVersionSendsBookmarksAndExpires) {
