@@ -398,7 +398,8 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   w.respond(200, std::move(body), "application/json");
 }
 
-void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
+void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w,
+                    const std::string& only_name) {
   LabelSelector labels;
   FieldSelector fields;
   if (!parse_selectors(type, req, &labels, &fields, w)) return;
@@ -428,6 +429,7 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
 
   auto matches = [&](const Json& obj) {
     if (!scope_ns.empty() && obj["metadata"].value("namespace", "") != scope_ns) return false;
+    if (!only_name.empty() && obj["metadata"].value("name", "") != only_name) return false;
     if (!labels.matches(obj["metadata"].value("labels", Json::object()))) return false;
     return fields.empty() || fields.matches(obj);
   };
@@ -706,6 +708,8 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   bool status_sub = sub == "status";
   if (sub == "scale") return send_error(w, {404, "NotFound", "the scale subresource is not implemented by devcluster", "", "", "", {}});
   if (req.method == "GET") {
+    if (!status_sub && (req.query_param("watch") == "true" || req.query_param("watch") == "1"))
+      return watch(*type, ns, req, w, name);
     Outcome o = api_.get(*type, ns, name);
     if (o.ok()) o.object = as_version(o.object, *type);
     if (o.ok() && wants_table(req)) {

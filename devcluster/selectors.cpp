@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 namespace flotilla::devcluster {
@@ -70,6 +71,40 @@ std::string field_value(const nlohmann::json& object, const std::string& path, b
 
 }  // namespace
 
+namespace {
+
+bool qualified_name_part(const std::string& s) {
+  static const std::regex re("^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$");
+  return !s.empty() && s.size() <= 63 && std::regex_match(s, re);
+}
+
+const char* kNameRule =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+}  // namespace
+
+std::string label_key_problem(const std::string& key) {
+  std::string name = key, prefix;
+  if (auto slash = key.find('/'); slash != std::string::npos) {
+    prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    static const std::regex dns("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+    if (prefix.empty() || prefix.size() > 253 || !std::regex_match(prefix, dns))
+      return "Invalid value: \"" + key + "\": prefix part must be a lowercase RFC 1123 subdomain of at most 253 characters";
+  }
+  if (name.size() > 63) return "Invalid value: \"" + key + "\": name part must be no more than 63 characters";
+  if (!qualified_name_part(name)) return "Invalid value: \"" + key + "\": name part " + kNameRule;
+  return "";
+}
+
+std::string label_value_problem(const std::string& value) {
+  if (value.empty()) return "";
+  if (value.size() > 63) return "Invalid value: \"" + value + "\": must be no more than 63 characters";
+  if (!qualified_name_part(value))
+    return "Invalid value: \"" + value + "\": a valid label must be an empty string or " + kNameRule;
+  return "";
+}
+
 bool parse_label_selector(const std::string& text, LabelSelector* out, std::string* error) {
   out->requirements.clear();
   if (trim(text).empty()) return true;
@@ -111,6 +146,12 @@ bool parse_label_selector(const std::string& text, LabelSelector* out, std::stri
     }
     if (r.key.empty() || r.key.find_first_of(" \t") != std::string::npos) {
       *error = "unable to parse requirement: invalid label key in \"" + term + "\"";
+      return false;
+    }
+    std::string problem = label_key_problem(r.key);
+    for (size_t i = 0; problem.empty() && i < r.values.size(); ++i) problem = label_value_problem(r.values[i]);
+    if (!problem.empty()) {
+      *error = "unable to parse requirement: " + problem;
       return false;
     }
     out->requirements.push_back(std::move(r));

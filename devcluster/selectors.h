@@ -33,6 +33,12 @@ struct FieldSelector {
   bool empty() const { return requirements.empty(); }
 };
 
+// Kubernetes label syntax (apimachinery validation): "" when valid, else kube-apiserver's message.
+// Keys: an optional DNS-subdomain prefix (≤ 253) and '/', then a name of ≤ 63 alphanumerics,
+// '-', '_', '.' starting and ending alphanumeric. Values: "" or such a name.
+std::string label_key_problem(const std::string& key);
+std::string label_value_problem(const std::string& value);
+// Also refuses keys and values that are not valid label syntax (kube-apiserver does).
 bool parse_label_selector(const std::string& text, LabelSelector* out, std::string* error);
 bool parse_field_selector(const std::string& text, FieldSelector* out, std::string* error);
 // The fields kube-apiserver v1.32 lets a list/watch of this resource select on:

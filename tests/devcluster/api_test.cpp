@@ -275,6 +275,62 @@ TEST_F(DevclusterApi, ListAndWatchParametersAreCheckedAsKubeApiserverDoes) {
   }
 }
 
+// Labels and annotations a real cluster would refuse are refused here too (422 on objects, 400
+// in selectors), so an operator cannot come to rely on them on devcluster.
+TEST_F(DevclusterApi, LabelsAndSelectorsUseKubernetesLabelSyntax) {
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  auto labelled = [](const std::string& name, Json labels) {
+    return Json{{"metadata", {{"name", name}, {"labels", labels}}}};
+  };
+  EXPECT_EQ(dc_->call("POST", cms, labelled("good-labels", {{"flotilla.io/job", "llama_3.8b-x"}, {"empty", ""}})).first, 201);
+  auto [c1, bad_value] = dc_->call("POST", cms, labelled("bad-value", {{"app", "foo!"}}));
+  EXPECT_EQ(c1, 422) << bad_value.dump();
+  EXPECT_EQ(bad_value["details"]["causes"][0]["field"], "metadata.labels");
+  EXPECT_NE(bad_value["details"]["causes"][0].value("message", "").find("a valid label must be an empty string"),
+            std::string::npos) << bad_value.dump();
+  auto [c2, long_value] = dc_->call("POST", cms, labelled("long-value", {{"job", std::string(64, 'a')}}));
+  EXPECT_EQ(c2, 422);
+  EXPECT_NE(long_value.dump().find("must be no more than 63 characters"), std::string::npos) << long_value.dump();
+  EXPECT_EQ(dc_->call("POST", cms, labelled("ok-63", {{"job", std::string(63, 'a')}})).first, 201);
+  EXPECT_EQ(dc_->call("POST", cms, labelled("bad-prefix", {{"Flotilla.IO/job", "x"}})).first, 422);
+  EXPECT_EQ(dc_->call("POST", cms, labelled("bad-key", {{"a b", "x"}})).first, 422);
+  Json bad_annotation = {{"metadata", {{"name", "bad-annotation"}, {"annotations", {{"-x", "any value at all!"}}}}}};
+  EXPECT_EQ(dc_->call("POST", cms, bad_annotation).first, 422);
+  // Updates are checked too, and a refused one changes nothing.
+  auto [c3, patched] = dc_->call("PATCH", cms + "/good-labels", Json{{"metadata", {{"labels", {{"app", "a/b"}}}}}},
+                                 "application/merge-patch+json");
+  EXPECT_EQ(c3, 422) << patched.dump();
+  EXPECT_FALSE(dc_->call("GET", cms + "/good-labels").second["metadata"]["labels"].contains("app"));
+
+  EXPECT_EQ(dc_->call("GET", cms + "?labelSelector=flotilla.io%2Fjob%3Dllama_3.8b-x").second["items"].size(), 1u);
+  for (const char* selector : {"app%3Dfoo%21", "app+in+(a,b%2Fc)", "%2Fx", "-app"}) {
+    auto [code, status] = dc_->call("GET", cms + "?labelSelector=" + selector);
+    EXPECT_EQ(code, 400) << selector << " " << status.dump();
+    EXPECT_EQ(status.value("message", "").rfind("unable to parse requirement", 0), 0u) << status.dump();
+  }
+}
+
+// GET .../configmaps/NAME?watch=true is a watch of that one object, not a plain GET.
+TEST_F(DevclusterApi, WatchOnANamedObjectStreamsOnlyThatObject) {
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  for (const char* name : {"named-a", "named-b"})
+    ASSERT_EQ(dc_->call("POST", cms, Json{{"metadata", {{"name", name}}}}).first, 201);
+  auto r = dc_->http().send("GET", cms + "/named-a?watch=true&timeoutSeconds=1", "", "");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.response.status, 200);
+  std::istringstream lines(r.response.body);
+  std::string line;
+  int events = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    Json ev = Json::parse(line);
+    EXPECT_EQ(ev["type"], "ADDED") << line;
+    EXPECT_EQ(ev["object"]["metadata"]["name"], "named-a") << line;
+    ++events;
+  }
+  EXPECT_EQ(events, 1) << r.response.body;
+}
+
 TEST_F(DevclusterApi, WatchResumesFromResourceVersionSendsBookmarksAndExpires) {
   auto [c, created] = dc_->call("POST", "/api/v1/namespaces/default/configmaps", Json{{"metadata", {{"name", "watched"}}}});
   ASSERT_EQ(c, 201);
