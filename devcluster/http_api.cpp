@@ -226,6 +226,39 @@ bool parse_resource_version(const std::string& text, uint64_t* out, ResponseWrit
   return false;
 }
 
+// kube-apiserver's ValidateListOptions: resourceVersionMatch and sendInitialEvents combinations
+// it refuses, as 422 Invalid on ListOptions.meta.k8s.io (sent; false returned) .
+bool check_list_options(const HttpRequest& req, bool is_watch, ResponseWriter& w) {
+  const std::string match = req.query_param("resourceVersionMatch"), rv = req.query_param("resourceVersion");
+  const bool send_initial = !req.query_param("sendInitialEvents").empty();
+  std::vector<Cause> causes;
+  auto forbid = [&](const std::string& field, const std::string& why) {
+    causes.push_back({field, "FieldValueForbidden", "Forbidden: " + why});
+  };
+  if (!match.empty() && match != "NotOlderThan" && (is_watch || match != "Exact"))
+    causes.push_back({"resourceVersionMatch", "FieldValueNotSupported",
+                      "Unsupported value: \"" + match + "\": supported values: " +
+                          (is_watch ? "\"NotOlderThan\"" : "\"Exact\", \"NotOlderThan\"")});
+  if (is_watch) {
+    if (send_initial && match != "NotOlderThan")
+      forbid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+    if (send_initial && req.query_param("allowWatchBookmarks") != "true")
+      forbid("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true");
+    if (!match.empty() && !send_initial)
+      forbid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+  } else {
+    if (!match.empty() && rv.empty())
+      forbid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (match == "Exact" && rv == "0")
+      forbid("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+    if (!match.empty() && !req.query_param("continue").empty())
+      forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
+  }
+  if (causes.empty()) return true;
+  send_error(w, invalid("meta.k8s.io", "ListOptions", "", std::move(causes)));
+  return false;
+}
+
 // The object as served at `api_version` (CRDs share one storage across versions).
 Json as_version(const Json& obj, const ResourceType& t) {
   if (obj.value("apiVersion", "") == t.api_version()) return obj;
@@ -337,13 +370,7 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   // devcluster keeps no snapshots of older ones.
   uint64_t want_rv = 0;
   std::string rv_text = req.query_param("resourceVersion"), match = req.query_param("resourceVersionMatch");
-  if (!parse_resource_version(rv_text, &want_rv, w)) return;
-  if (!match.empty() && match != "NotOlderThan" && match != "Exact")
-    return send_error(w, bad_request("resourceVersionMatch must be NotOlderThan or Exact, got \"" + match + "\""));
-  if (!match.empty() && rv_text.empty())
-    return send_error(w, bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
-  if (match == "Exact" && want_rv == 0)
-    return send_error(w, bad_request("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\""));
+  if (!check_list_options(req, false, w) || !parse_resource_version(rv_text, &want_rv, w)) return;
   std::string after;
   std::string token = req.query_param("continue");
   if (!token.empty() && !rv_text.empty() && rv_text != "0")
@@ -405,7 +432,7 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
   if (!parse_selectors(type, req, &labels, &fields, w)) return;
   std::string rv_text = req.query_param("resourceVersion");
   uint64_t since = 0;
-  if (!parse_resource_version(rv_text, &since, w)) return;
+  if (!check_list_options(req, true, w) || !parse_resource_version(rv_text, &since, w)) return;
   bool bookmarks = req.query_param("allowWatchBookmarks") == "true";
   bool initial_events = req.query_param("sendInitialEvents") == "true";
   bool table = wants_table(req);

@@ -233,6 +233,16 @@ namespace {
 // Reads and drops what is left of a refused upload (bounded in bytes and time, never buffered):
 // closing with unread data makes the kernel send a reset, which can destroy the answer before
 // the client reads it.
+// A declared Content-Length over the limit (read_all refuses it before reading).
+bool body_over_limit(const Headers& headers, size_t max_bytes) {
+  try {
+    std::string cl = headers.get("Content-Length");
+    return !cl.empty() && std::stoull(cl) > max_bytes;
+  } catch (...) {
+    return false;
+  }
+}
+
 void discard_upload(MessageReader& reader, const Headers& headers) {
   size_t left = 16u << 20;
   try {
@@ -252,13 +262,15 @@ void discard_upload(MessageReader& reader, const Headers& headers) {
 
 void HttpServer::serve(Worker* worker, int fd) {
   std::string error;
-  auto conn = Connection::accept_fd(fd, config_.tls, config_.read_timeout, &error);
-  if (conn) {
-    {
-      std::lock_guard lock(mutex_);
-      worker->conn = conn.get();
-      if (stopping_.load()) conn->shutdown();
-    }
+  auto conn = Connection::adopt_fd(fd, config_.tls);
+  {
+    // Registered before the handshake: a peer that connects and says nothing must not hold
+    // stop() for the whole read timeout.
+    std::lock_guard lock(mutex_);
+    worker->conn = conn.get();
+    if (stopping_.load()) conn->shutdown();
+  }
+  if (conn->server_handshake(config_.read_timeout, &error) == IoStatus::ok) {
     MessageReader reader(*conn);
     while (!stopping_.load()) {
       HttpRequest req;
@@ -276,6 +288,11 @@ void HttpServer::serve(Worker* worker, int fd) {
       if (body.framing() == BodyReader::Framing::until_close) {
         // Requests without framing have no body.
       } else {
+        // curl asks before sending bodies over 1 MiB and otherwise waits a second for this.
+        if (iequals(req.headers.get("Expect"), "100-continue") && body.framing() != BodyReader::Framing::none &&
+            !body_over_limit(req.headers, config_.max_body_bytes) &&
+            conn->write_all("HTTP/1.1 100 Continue\r\n\r\n", config_.write_timeout) != IoStatus::ok)
+          break;
         st = body.read_all(&req.body, config_.max_body_bytes, config_.read_timeout, &bad);
         if (st != IoStatus::ok) {
           writer.close_after_ = true;
@@ -298,10 +315,12 @@ void HttpServer::serve(Worker* worker, int fd) {
       // A streamed response is always the last on its connection.
       if (writer.failed_ || writer.close_after_ || streamed) break;
     }
+  }
+  {
     std::lock_guard lock(mutex_);
     worker->conn = nullptr;
   }
-  conn.reset();  // accept_fd owns fd even when it fails
+  conn.reset();
   worker->done.store(true);
 }
 

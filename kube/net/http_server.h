@@ -6,6 +6,7 @@
 //   nor streams gets a 500; a body over max_body_bytes gets 413 without being buffered (a
 //   declared Content-Length is refused before reading; the rest of the upload is discarded for
 //   up to 2 s so the client sees the answer instead of a reset); malformed requests get 400.
+//   `Expect: 100-continue` gets `100 Continue` before the body is read (or the 413 at once).
 //   Streaming handlers must check writer.should_stop() at least every few hundred ms.
 //   When accept fails for want of a resource (EMFILE/ENFILE: out of file descriptors; ENOBUFS/
 //   ENOMEM; no thread could be started) the acceptor backs off 5 ms doubling to 1 s instead of

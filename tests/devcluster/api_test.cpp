@@ -266,13 +266,28 @@ TEST_F(DevclusterApi, ListAndWatchParametersAreCheckedAsKubeApiserverDoes) {
     EXPECT_EQ(status["details"]["causes"][0]["reason"], "ResourceVersionTooLarge") << status.dump();
     EXPECT_EQ(status.value("message", "").rfind("Too large resource version: " + future + ", current: ", 0), 0u);
   }
-  for (const char* query : {"?resourceVersion=abc", "?resourceVersion=-1", "?resourceVersionMatch=Exact",
-                            "?resourceVersion=5&resourceVersionMatch=Newest", "?resourceVersion=0&resourceVersionMatch=Exact",
-                            "?watch=true&resourceVersion=1x", "?watch=true&timeoutSeconds=soon"}) {
+  for (const char* query : {"?resourceVersion=abc", "?resourceVersion=-1", "?watch=true&resourceVersion=1x",
+                            "?watch=true&timeoutSeconds=soon"}) {
     auto [code, status] = dc_->call("GET", cms + query);
     EXPECT_EQ(code, 400) << query << " " << status.dump();
     EXPECT_EQ(status.value("reason", ""), "BadRequest") << query;
   }
+  // kube-apiserver's ListOptions validation: 422 with the offending parameter as the field.
+  for (const char* query : {"?resourceVersionMatch=Exact", "?resourceVersion=5&resourceVersionMatch=Newest",
+                            "?resourceVersion=0&resourceVersionMatch=Exact", "?watch=true&sendInitialEvents=true",
+                            "?watch=true&resourceVersion=0&resourceVersionMatch=NotOlderThan"}) {
+    auto [code, status] = dc_->call("GET", cms + query);
+    EXPECT_EQ(code, 422) << query << " " << status.dump();
+    EXPECT_EQ(status.value("message", "").rfind("ListOptions.meta.k8s.io \"\" is invalid: ", 0), 0u) << status.dump();
+  }
+  auto [c6, forbidden] = dc_->call("GET", cms + "?resourceVersionMatch=Exact");
+  EXPECT_EQ(forbidden["details"]["causes"][0]["field"], "resourceVersionMatch");
+  // The combination kube-apiserver asks for streams the state, then the initial-events-end bookmark.
+  auto r = dc_->http().send("GET", cms + "?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                                         "&resourceVersionMatch=NotOlderThan&resourceVersion=0&timeoutSeconds=1", "", "");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.response.status, 200);
+  EXPECT_NE(r.response.body.find("k8s.io/initial-events-end"), std::string::npos) << r.response.body.substr(0, 300);
 }
 
 // Labels and annotations a real cluster would refuse are refused here too (422 on objects, 400
