@@ -557,25 +557,41 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
   const ResourceType* pods = api_.registry()->find("", "v1", "pods");
   Outcome pod = api_.get(*pods, ns, name);
   if (!pod.ok()) return send_error(w, *pod.error);
-  long long tail_lines = -1;
-  if (std::string tail = req.query_param("tailLines"); !tail.empty()) {
+  auto integer_param = [&](const char* key, long long* out) {
+    std::string text = req.query_param(key);
+    if (text.empty()) return true;
+    size_t used = 0;
     try {
-      size_t used = 0;
-      tail_lines = std::stoll(tail, &used);
-      if (used != tail.size()) throw std::invalid_argument(tail);
+      *out = std::stoll(text, &used);
     } catch (...) {
-      return send_error(w, bad_request("tailLines must be an integer, got \"" + tail + "\""));
+      used = 0;
     }
-  }
+    if (used == text.size()) return true;
+    send_error(w, bad_request(std::string(key) + " must be an integer, got \"" + text + "\""));
+    return false;
+  };
+  long long tail_lines = -1, limit_bytes = -1;
+  if (!integer_param("tailLines", &tail_lines) || !integer_param("limitBytes", &limit_bytes)) return;
+  // Options devcluster cannot honour are refused, not ignored: ignoring them prints more (or
+  // other) output than was asked for, which reads as the answer.
+  if (!req.query_param("sinceSeconds").empty() || !req.query_param("sinceTime").empty())
+    return send_error(w, bad_request("devcluster does not record when log lines were written, so --since/--since-time "
+                                     "are not supported; use --tail=N"));
+  if (req.query_param("timestamps") == "true")
+    return send_error(w, bad_request("devcluster does not record when log lines were written, so --timestamps is not supported"));
+  if (req.query_param("previous") == "true")
+    return send_error(w, bad_request("devcluster keeps one log per container with every restart appended, so there is no "
+                                     "separate previous log: `kubectl logs` without --previous shows all of it"));
   std::string container = req.query_param("container");
   if (container.empty()) container = pod.object.value("/spec/containers/0/name"_json_pointer, std::string());
   std::string path = pod_log_path ? pod_log_path(ns, name, container) : "";
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (path.empty() || !in)
     return send_error(w, bad_request("container \"" + container + "\" in pod \"" + name + "\" has no log yet"));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
+  const size_t read_to = text.size();
   if (tail_lines == 0) text.clear();
   if (tail_lines > 0) {
     // Keep the text after the tail_lines-th newline from the end (a final newline ends the
@@ -586,7 +602,42 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
       cut = cut == 0 ? std::string::npos : text.rfind('\n', cut - 1);
     if (cut != std::string::npos) text = text.substr(cut + 1);
   }
-  w.respond(200, text, "text/plain");
+  size_t budget = limit_bytes > 0 ? static_cast<size_t>(limit_bytes) : std::string::npos;
+  auto within_budget = [&](std::string& chunk) {
+    if (chunk.size() > budget) chunk.resize(budget);
+    budget -= budget == std::string::npos ? 0 : chunk.size();
+  };
+  within_budget(text);
+  if (req.query_param("follow") != "true") return void(w.respond(200, text, "text/plain"));
+
+  // follow: what is there, then whatever the container appends, until the pod is finished or
+  // gone (one last read then), the byte budget is spent, or the client leaves.
+  Headers h;
+  h.set("Content-Type", "text/plain");
+  if (!w.begin_stream(200, std::move(h)) || (!text.empty() && !w.write_chunk(text))) return;
+  std::streamoff offset = static_cast<std::streamoff>(read_to);
+  bool last_read = false;
+  while (!w.should_stop() && budget > 0) {
+    std::ifstream more(path, std::ios::binary);
+    std::string chunk;
+    if (more && more.seekg(offset)) {
+      std::stringstream buf;
+      buf << more.rdbuf();
+      chunk = buf.str();
+    }
+    offset += static_cast<std::streamoff>(chunk.size());
+    within_budget(chunk);
+    if (!chunk.empty() && !w.write_chunk(chunk)) return;
+    if (last_read) return;
+    if (chunk.empty()) {
+      Outcome now = api_.get(*pods, ns, name);
+      std::string phase = now.ok() ? now.object.value("/status/phase"_json_pointer, std::string()) : "";
+      last_read = !now.ok() || phase == "Succeeded" || phase == "Failed" ||
+                  now.object.value("/metadata/uid"_json_pointer, std::string()) !=
+                      pod.object.value("/metadata/uid"_json_pointer, std::string());
+      if (!last_read) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
 }
 
 void HttpApi::handle(const HttpRequest& req, ResponseWriter& w) {
