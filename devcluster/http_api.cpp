@@ -64,7 +64,8 @@ Json resource_list(const Registry& reg, const std::string& group, const std::str
   Json resources = Json::array();
   for (const auto& t : reg.types()) {
     if (t.group != group || t.version != version) continue;
-    Json verbs = Json::array({"create", "delete", "get", "list", "patch", "update", "watch"});
+    Json verbs = t.create_only ? Json::array({"create"})
+                               : Json::array({"create", "delete", "get", "list", "patch", "update", "watch"});
     Json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced}, {"kind", t.kind},
               {"verbs", verbs}, {"storageVersionHash", ""}};
     if (!t.short_names.empty()) r["shortNames"] = t.short_names;
@@ -313,6 +314,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
     Json doc = {{"swagger", "2.0"}, {"info", {{"title", "Kubernetes (flotilla devcluster)"}, {"version", "v1.32.0"}}}};
     Json paths = Json::object(), defs = Json::object();
     for (const auto& t : reg->types()) {
+      if (t.create_only) continue;
       Json type_paths = openapi_paths(t, false);
       for (auto& [p, v] : type_paths.items()) paths[p] = v;
       defs[definition_name(t)] = definition_schema(t, false);
@@ -327,7 +329,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
     Json paths = Json::object();
     std::vector<std::string> gvs = {"api/v1"};
     for (const auto& t : reg->types())
-      if (std::find(gvs.begin(), gvs.end(), gv_path(t)) == gvs.end()) gvs.push_back(gv_path(t));
+      if (!t.create_only && std::find(gvs.begin(), gvs.end(), gv_path(t)) == gvs.end()) gvs.push_back(gv_path(t));
     for (const auto& gv : gvs) paths[gv] = {{"serverRelativeURL", "/openapi/v3/" + gv + "?hash=" + hash}};
     return send_json(w, 200, {{"paths", paths}});
   }
@@ -336,7 +338,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
   Json paths = Json::object(), schemas = Json::object();
   bool any = false;
   for (const auto& t : reg->types()) {
-    if (gv_path(t) != gv) continue;
+    if (t.create_only || gv_path(t) != gv) continue;
     any = true;
     Json type_paths = openapi_paths(t, true);
     for (auto& [p, v] : type_paths.items()) paths[p] = v;
@@ -640,6 +642,26 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
   }
 }
 
+void HttpApi::answer_review(const ResourceType& type, const HttpRequest& req, ResponseWriter& w) {
+  // kubectl sends reviews as protobuf, which devcluster does not decode; the answer does not
+  // depend on the question, so a JSON spec is echoed when there is one and otherwise left out.
+  Json spec = Json::object();
+  if (req.headers.get("Content-Type").find("json") != std::string::npos) {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_object() && body.contains("spec")) spec = body["spec"];
+  }
+  const std::string why = "devcluster has no RBAC: every authenticated caller may do everything";
+  Json status;
+  if (type.kind == "SelfSubjectRulesReview")
+    status = {{"resourceRules", Json::array({{{"verbs", {"*"}}, {"apiGroups", {"*"}}, {"resources", {"*"}}}})},
+              {"nonResourceRules", Json::array({{{"verbs", {"*"}}, {"nonResourceURLs", {"*"}}}})},
+              {"incomplete", false}};
+  else
+    status = {{"allowed", true}, {"reason", why}};
+  send_json(w, 201, {{"kind", type.kind}, {"apiVersion", type.api_version()}, {"metadata", {{"creationTimestamp", nullptr}}},
+                     {"spec", spec}, {"status", status}});
+}
+
 void HttpApi::handle(const HttpRequest& req, ResponseWriter& w) {
   try {
     handle_inner(req, w);
@@ -734,6 +756,12 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     return send_error(w, {404, "NotFound", "the server could not find the requested resource (namespace required)", "", group, "", {}});
   if (type->namespaced && !ns.empty()) {
     // A namespace path segment must exist for reads too (creates check it themselves).
+  }
+
+  if (type->create_only) {
+    if (req.method != "POST" || !name.empty())
+      return send_error(w, {405, "MethodNotAllowed", type->plural + " can only be created (POST)", type->plural, group, "", {}});
+    return answer_review(*type, req, w);
   }
 
   WriteOptions wopts;

@@ -49,6 +49,7 @@ class HttpApi {
   // only_name: GET .../<plural>/<name>?watch=true watches that one object (kube-apiserver does).
   void watch(const ResourceType& type, const std::string& ns, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w,
              const std::string& only_name = "");
+  void answer_review(const ResourceType& type, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
   void serve_log(const std::string& ns, const std::string& name, const kube::net::HttpRequest& req,
                  kube::net::ResponseWriter& w);
 

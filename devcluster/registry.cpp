@@ -39,6 +39,13 @@ Registry::Registry() {
   };
   types_[2].categories = {"all"};
   types_[3].categories = {"all"};
+  // Answered, never stored: devcluster has no RBAC, so every review says allowed (kubectl auth can-i).
+  for (auto [plural, kind] : {std::pair{"selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+                              std::pair{"selfsubjectrulesreviews", "SelfSubjectRulesReview"},
+                              std::pair{"subjectaccessreviews", "SubjectAccessReview"}}) {
+    types_.push_back(builtin("authorization.k8s.io", "v1", plural, "", kind, false, false, {}));
+    types_.back().create_only = true;
+  }
 }
 
 const ResourceType* Registry::find(const std::string& group, const std::string& version,

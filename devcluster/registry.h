@@ -22,6 +22,7 @@ struct ResourceType {
   bool namespaced = true;
   bool has_status = false;
   bool is_crd = false;
+  bool create_only = false;  // access reviews: POST is answered, nothing is stored
   std::vector<std::string> short_names;
   std::vector<std::string> categories;
   std::vector<std::string> subresources;  // "status", "binding", "log", ...
