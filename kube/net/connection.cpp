@@ -252,13 +252,6 @@ IoStatus Connection::server_handshake(Millis timeout, std::string* error) {
   return st;
 }
 
-std::unique_ptr<Connection> Connection::accept_fd(int fd, const std::shared_ptr<TlsContext>& tls,
-                                                  Millis timeout, std::string* error) {
-  auto conn = adopt_fd(fd, tls);
-  if (conn->server_handshake(timeout, error) != IoStatus::ok) return nullptr;
-  return conn;
-}
-
 IoStatus Connection::handshake(bool client, Millis timeout) {
   SSL* ssl = static_cast<SSL*>(ssl_);
   for (;;) {
