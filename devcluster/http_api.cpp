@@ -361,11 +361,14 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   FieldSelector fields;
   if (!parse_selectors(type, req, &labels, &fields, w)) return;
   long long limit = 0;
-  try {
-    std::string l = req.query_param("limit");
-    if (!l.empty()) limit = std::stoll(l);
-  } catch (...) {
-    return send_error(w, bad_request("limit must be an integer"));
+  if (std::string l = req.query_param("limit"); !l.empty()) {
+    size_t used = 0;
+    try {
+      limit = std::stoll(l, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != l.size()) return send_error(w, bad_request("limit must be an integer, got \"" + l + "\""));
   }
   // resourceVersion: ""/"0" = latest (devcluster has no staler cache to serve "any" from);
   // N (NotOlderThan) = latest once it is at least N; Exact only at the latest version, because

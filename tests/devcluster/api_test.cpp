@@ -266,7 +266,7 @@ TEST_F(DevclusterApi, ListAndWatchParametersAreCheckedAsKubeApiserverDoes) {
     EXPECT_EQ(status["details"]["causes"][0]["reason"], "ResourceVersionTooLarge") << status.dump();
     EXPECT_EQ(status.value("message", "").rfind("Too large resource version: " + future + ", current: ", 0), 0u);
   }
-  for (const char* query : {"?resourceVersion=abc", "?resourceVersion=-1", "?watch=true&resourceVersion=1x",
+  for (const char* query : {"?resourceVersion=abc", "?resourceVersion=-1", "?limit=10x", "?watch=true&resourceVersion=1x",
                             "?watch=true&timeoutSeconds=soon"}) {
     auto [code, status] = dc_->call("GET", cms + query);
     EXPECT_EQ(code, 400) << query << " " << status.dump();
