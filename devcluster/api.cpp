@@ -589,7 +589,8 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   std::string node = binding.value("/target/name"_json_pointer, std::string());
   if (node.empty())
     return Outcome::fail(invalid("", "Binding", name, {{"target.name", "FieldValueRequired", "Required value"}}));
-  const ResourceType* pods = registry()->find("", "v1", "pods");
+  auto reg = registry();  // keeps `pods` alive if CRDs change meanwhile
+  const ResourceType* pods = reg->find("", "v1", "pods");
   auto lock = store_.lock();
   ObjectPtr current = store_.get_locked("/pods", ns, name);
   if (!current) return Outcome::fail(not_found("", "pods", name));

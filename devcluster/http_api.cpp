@@ -559,7 +559,8 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
 }
 
 void HttpApi::serve_log(const std::string& ns, const std::string& name, const HttpRequest& req, ResponseWriter& w) {
-  const ResourceType* pods = api_.registry()->find("", "v1", "pods");
+  auto reg = api_.registry();  // keeps `pods` alive while following, if CRDs change meanwhile
+  const ResourceType* pods = reg->find("", "v1", "pods");
   Outcome pod = api_.get(*pods, ns, name);
   if (!pod.ok()) return send_error(w, *pod.error);
   auto integer_param = [&](const char* key, long long* out) {
