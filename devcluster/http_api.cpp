@@ -212,6 +212,27 @@ ApiError too_large_resource_version(uint64_t asked, uint64_t current) {
           "", "", "", {{"", "ResourceVersionTooLarge", "Too large resource version"}}};
 }
 
+// An integer query parameter (absent: *out unchanged). False, with a 400 sent, when it is not
+// an integer or, with non_negative, below zero.
+bool integer_param(const HttpRequest& req, const char* key, long long* out, bool non_negative, ResponseWriter& w) {
+  std::string text = req.query_param(key);
+  if (text.empty()) return true;
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == text.size() && (!non_negative || value >= 0)) {
+    *out = value;
+    return true;
+  }
+  send_error(w, bad_request(std::string(key) + " must be " + (non_negative ? "a non-negative" : "an") + " integer, got \"" +
+                            text + "\""));
+  return false;
+}
+
 // resourceVersion as a number; "" and "0" are 0. False (and a 400 sent) when it is not one.
 bool parse_resource_version(const std::string& text, uint64_t* out, ResponseWriter& w) {
   *out = 0;
@@ -361,15 +382,7 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   FieldSelector fields;
   if (!parse_selectors(type, req, &labels, &fields, w)) return;
   long long limit = 0;
-  if (std::string l = req.query_param("limit"); !l.empty()) {
-    size_t used = 0;
-    try {
-      limit = std::stoll(l, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != l.size()) return send_error(w, bad_request("limit must be an integer, got \"" + l + "\""));
-  }
+  if (!integer_param(req, "limit", &limit, false, w)) return;
   // resourceVersion: ""/"0" = latest (devcluster has no staler cache to serve "any" from);
   // N (NotOlderThan) = latest once it is at least N; Exact only at the latest version, because
   // devcluster keeps no snapshots of older ones.
@@ -443,16 +456,7 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
   bool table = wants_table(req);
   std::string include_object = req.query_param("includeObject", "Metadata");
   long long timeout_seconds = 0;
-  if (std::string t = req.query_param("timeoutSeconds"); !t.empty()) {
-    size_t used = 0;
-    try {
-      timeout_seconds = std::stoll(t, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != t.size() || timeout_seconds < 0)
-      return send_error(w, bad_request("timeoutSeconds must be a non-negative integer, got \"" + t + "\""));
-  }
+  if (!integer_param(req, "timeoutSeconds", &timeout_seconds, true, w)) return;
   auto deadline = timeout_seconds > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds)
                                       : std::chrono::steady_clock::time_point::max();
   const std::string storage = type.storage_key();
@@ -563,21 +567,9 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
   const ResourceType* pods = reg->find("", "v1", "pods");
   Outcome pod = api_.get(*pods, ns, name);
   if (!pod.ok()) return send_error(w, *pod.error);
-  auto integer_param = [&](const char* key, long long* out) {
-    std::string text = req.query_param(key);
-    if (text.empty()) return true;
-    size_t used = 0;
-    try {
-      *out = std::stoll(text, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used == text.size()) return true;
-    send_error(w, bad_request(std::string(key) + " must be an integer, got \"" + text + "\""));
-    return false;
-  };
   long long tail_lines = -1, limit_bytes = -1;
-  if (!integer_param("tailLines", &tail_lines) || !integer_param("limitBytes", &limit_bytes)) return;
+  if (!integer_param(req, "tailLines", &tail_lines, false, w) || !integer_param(req, "limitBytes", &limit_bytes, false, w))
+    return;
   // Options devcluster cannot honour are refused, not ignored: ignoring them prints more (or
   // other) output than was asked for, which reads as the answer.
   if (!req.query_param("sinceSeconds").empty() || !req.query_param("sinceTime").empty())
