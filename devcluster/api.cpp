@@ -5,6 +5,7 @@
 #include <set>
 
 #include "devcluster/schema.h"
+#include "devcluster/selectors.h"
 #include "devcluster/strategic_merge.h"
 
 namespace flotilla::devcluster {
@@ -13,6 +14,30 @@ namespace {
 bool valid_dns_subdomain(const std::string& name) {
   static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
   return !name.empty() && name.size() <= 253 && std::regex_match(name, re);
+}
+
+// metadata.labels and metadata.annotations as kube-apiserver validates them for every object,
+// so labels an operator writes here are ones a real cluster accepts too.
+std::vector<Cause> validate_labels_and_annotations(const Json& meta) {
+  std::vector<Cause> causes;
+  if (auto labels = meta.find("labels"); labels != meta.end() && labels->is_object())
+    for (const auto& [k, v] : labels->items()) {
+      std::string problem = label_key_problem(k);
+      if (problem.empty() && !v.is_string()) problem = "Invalid value: " + v.dump() + ": label values must be strings";
+      if (problem.empty()) problem = label_value_problem(v.get<std::string>());
+      if (!problem.empty()) causes.push_back({"metadata.labels", "FieldValueInvalid", problem});
+    }
+  if (auto annotations = meta.find("annotations"); annotations != meta.end() && annotations->is_object()) {
+    size_t total_bytes = 0;
+    for (const auto& [k, v] : annotations->items()) {
+      total_bytes += k.size() + (v.is_string() ? v.get_ref<const std::string&>().size() : v.dump().size());
+      if (std::string problem = label_key_problem(k); !problem.empty())
+        causes.push_back({"metadata.annotations", "FieldValueInvalid", problem});
+    }
+    if (total_bytes > 262144)
+      causes.push_back({"metadata.annotations", "FieldValueTooLong", "Too long: must have at most 262144 bytes"});
+  }
+  return causes;
 }
 
 // Everything outside metadata (and outside status when status is a subresource).
@@ -227,6 +252,8 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
                                    "Invalid value: \"" + name + "\": a lowercase RFC 1123 subdomain must consist of lower case "
                                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"}}));
   meta["name"] = name;
+  if (auto causes = validate_labels_and_annotations(meta); !causes.empty())
+    return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   if (type.namespaced) {
     if (meta.contains("namespace") && meta["namespace"] != "" && meta["namespace"] != ns)
       return Outcome::fail(bad_request("the namespace of the provided object does not match the namespace sent on the request"));
@@ -351,6 +378,9 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
   next["metadata"]["resourceVersion"] = cur_rv;
   if (cur["metadata"].contains("generation")) next["metadata"]["generation"] = cur["metadata"]["generation"];
 
+  if (!status_subresource)
+    if (auto causes = validate_labels_and_annotations(next["metadata"]); !causes.empty())
+      return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   Outcome out;
   if (type.is_crd) {
     if (auto err = check_crd_object(type, next, opts, &out.warnings)) return Outcome::fail(*err);
@@ -559,7 +589,8 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   std::string node = binding.value("/target/name"_json_pointer, std::string());
   if (node.empty())
     return Outcome::fail(invalid("", "Binding", name, {{"target.name", "FieldValueRequired", "Required value"}}));
-  const ResourceType* pods = registry()->find("", "v1", "pods");
+  auto reg = registry();  // keeps `pods` alive if CRDs change meanwhile
+  const ResourceType* pods = reg->find("", "v1", "pods");
   auto lock = store_.lock();
   ObjectPtr current = store_.get_locked("/pods", ns, name);
   if (!current) return Outcome::fail(not_found("", "pods", name));

@@ -34,7 +34,9 @@ Json status_json(const ApiError& e) {
       causes.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
     details["causes"] = causes;
   }
-  if (!details.empty()) s["details"] = details;
+  // kube-apiserver's constructors leave details out only for BadRequest, Unauthorized and
+  // Expired; clients read details.name of a 404 without a nil check (kubectl debug panics).
+  if (!details.empty() || (e.code != 400 && e.code != 401 && e.code != 410)) s["details"] = details;
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "devcluster/api.h"
@@ -191,6 +192,13 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   scfg.host = d.host;
   scfg.port = port;
   scfg.tls = tls;
+  scfg.log = [](const std::string& line) { std::cerr << "flotilla-devcluster: " + line + "\n" << std::flush; };
+  // kube-apiserver's default --max-request-body-bytes, and its Status for refusals.
+  scfg.max_body_bytes = kMaxRequestBodyBytes;
+  scfg.error_body = [](int code, const std::string& message) {
+    ApiError e{code, code == 413 ? "RequestEntityTooLarge" : "BadRequest", message, "", "", "", {}};
+    return std::pair<std::string, std::string>("application/json", status_json(e).dump());
+  };
   HttpApiOptions hopts;
   hopts.token = d.token;
   hopts.bookmark_interval = std::chrono::milliseconds(options.bookmark_interval_ms);

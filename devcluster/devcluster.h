@@ -15,6 +15,9 @@
 
 namespace flotilla::devcluster {
 
+// Larger request bodies get 413 RequestEntityTooLarge (kube-apiserver's default limit).
+inline constexpr size_t kMaxRequestBodyBytes = 3u << 20;
+
 struct DevclusterOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::filesystem::path nodes_file;    // optional

@@ -64,7 +64,8 @@ Json resource_list(const Registry& reg, const std::string& group, const std::str
   Json resources = Json::array();
   for (const auto& t : reg.types()) {
     if (t.group != group || t.version != version) continue;
-    Json verbs = Json::array({"create", "delete", "get", "list", "patch", "update", "watch"});
+    Json verbs = t.create_only ? Json::array({"create"})
+                               : Json::array({"create", "delete", "get", "list", "patch", "update", "watch"});
     Json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced}, {"kind", t.kind},
               {"verbs", verbs}, {"storageVersionHash", ""}};
     if (!t.short_names.empty()) r["shortNames"] = t.short_names;
@@ -190,13 +191,93 @@ Json object_meta_schema() {
 
 std::string gv_path(const ResourceType& t) { return t.group.empty() ? "api/" + t.version : "apis/" + t.group + "/" + t.version; }
 
-// Both selectors of a list or watch; answers 400 and returns false when one is malformed.
-bool parse_selectors(const HttpRequest& req, LabelSelector* labels, FieldSelector* fields, ResponseWriter& w) {
+// Both selectors of a list or watch; answers 400 and returns false when one is malformed or
+// selects on a field kube-apiserver would refuse for this resource.
+bool parse_selectors(const ResourceType& type, const HttpRequest& req, LabelSelector* labels, FieldSelector* fields,
+                     ResponseWriter& w) {
   std::string error;
   if (parse_label_selector(req.query_param("labelSelector"), labels, &error) &&
-      parse_field_selector(req.query_param("fieldSelector"), fields, &error))
-    return true;
+      parse_field_selector(req.query_param("fieldSelector"), fields, &error)) {
+    error = unsupported_field_selector(*fields, supported_field_selectors(type.group, type.plural, type.selectable_fields));
+    if (error.empty()) return true;
+  }
   send_error(w, bad_request(error));
+  return false;
+}
+
+// What kube-apiserver answers for a resourceVersion newer than anything it has seen (here: one
+// from before the data dir was wiped). Clients re-list on it, as they do on 410.
+ApiError too_large_resource_version(uint64_t asked, uint64_t current) {
+  return {504, "Timeout", "Too large resource version: " + std::to_string(asked) + ", current: " + std::to_string(current),
+          "", "", "", {{"", "ResourceVersionTooLarge", "Too large resource version"}}};
+}
+
+// An integer query parameter (absent: *out unchanged). False, with a 400 sent, when it is not
+// an integer or, with non_negative, below zero.
+bool integer_param(const HttpRequest& req, const char* key, long long* out, bool non_negative, ResponseWriter& w) {
+  std::string text = req.query_param(key);
+  if (text.empty()) return true;
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == text.size() && (!non_negative || value >= 0)) {
+    *out = value;
+    return true;
+  }
+  send_error(w, bad_request(std::string(key) + " must be " + (non_negative ? "a non-negative" : "an") + " integer, got \"" +
+                            text + "\""));
+  return false;
+}
+
+// resourceVersion as a number; "" and "0" are 0. False (and a 400 sent) when it is not one.
+bool parse_resource_version(const std::string& text, uint64_t* out, ResponseWriter& w) {
+  *out = 0;
+  if (text.empty()) return true;
+  size_t used = 0;
+  try {
+    if (text[0] != '-' && text[0] != '+') *out = std::stoull(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == text.size()) return true;
+  send_error(w, bad_request("resourceVersion must be a non-negative integer, got \"" + text + "\""));
+  return false;
+}
+
+// kube-apiserver's ValidateListOptions: resourceVersionMatch and sendInitialEvents combinations
+// it refuses, as 422 Invalid on ListOptions.meta.k8s.io (sent; false returned) .
+bool check_list_options(const HttpRequest& req, bool is_watch, ResponseWriter& w) {
+  const std::string match = req.query_param("resourceVersionMatch"), rv = req.query_param("resourceVersion");
+  const bool send_initial = !req.query_param("sendInitialEvents").empty();
+  std::vector<Cause> causes;
+  auto forbid = [&](const std::string& field, const std::string& why) {
+    causes.push_back({field, "FieldValueForbidden", "Forbidden: " + why});
+  };
+  if (!match.empty() && match != "NotOlderThan" && (is_watch || match != "Exact"))
+    causes.push_back({"resourceVersionMatch", "FieldValueNotSupported",
+                      "Unsupported value: \"" + match + "\": supported values: " +
+                          (is_watch ? "\"NotOlderThan\"" : "\"Exact\", \"NotOlderThan\"")});
+  if (is_watch) {
+    if (send_initial && match != "NotOlderThan")
+      forbid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+    if (send_initial && req.query_param("allowWatchBookmarks") != "true")
+      forbid("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true");
+    if (!match.empty() && !send_initial)
+      forbid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+  } else {
+    if (!match.empty() && rv.empty())
+      forbid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (match == "Exact" && rv == "0")
+      forbid("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+    if (!match.empty() && !req.query_param("continue").empty())
+      forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
+  }
+  if (causes.empty()) return true;
+  send_error(w, invalid("meta.k8s.io", "ListOptions", "", std::move(causes)));
   return false;
 }
 
@@ -254,6 +335,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
     Json doc = {{"swagger", "2.0"}, {"info", {{"title", "Kubernetes (flotilla devcluster)"}, {"version", "v1.32.0"}}}};
     Json paths = Json::object(), defs = Json::object();
     for (const auto& t : reg->types()) {
+      if (t.create_only) continue;
       Json type_paths = openapi_paths(t, false);
       for (auto& [p, v] : type_paths.items()) paths[p] = v;
       defs[definition_name(t)] = definition_schema(t, false);
@@ -268,7 +350,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
     Json paths = Json::object();
     std::vector<std::string> gvs = {"api/v1"};
     for (const auto& t : reg->types())
-      if (std::find(gvs.begin(), gvs.end(), gv_path(t)) == gvs.end()) gvs.push_back(gv_path(t));
+      if (!t.create_only && std::find(gvs.begin(), gvs.end(), gv_path(t)) == gvs.end()) gvs.push_back(gv_path(t));
     for (const auto& gv : gvs) paths[gv] = {{"serverRelativeURL", "/openapi/v3/" + gv + "?hash=" + hash}};
     return send_json(w, 200, {{"paths", paths}});
   }
@@ -277,7 +359,7 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
   Json paths = Json::object(), schemas = Json::object();
   bool any = false;
   for (const auto& t : reg->types()) {
-    if (gv_path(t) != gv) continue;
+    if (t.create_only || gv_path(t) != gv) continue;
     any = true;
     Json type_paths = openapi_paths(t, true);
     for (auto& [p, v] : type_paths.items()) paths[p] = v;
@@ -298,16 +380,19 @@ void HttpApi::openapi(const HttpRequest& req, const std::vector<std::string>& se
 void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
   LabelSelector labels;
   FieldSelector fields;
-  if (!parse_selectors(req, &labels, &fields, w)) return;
+  if (!parse_selectors(type, req, &labels, &fields, w)) return;
   long long limit = 0;
-  try {
-    std::string l = req.query_param("limit");
-    if (!l.empty()) limit = std::stoll(l);
-  } catch (...) {
-    return send_error(w, bad_request("limit must be an integer"));
-  }
+  if (!integer_param(req, "limit", &limit, false, w)) return;
+  // resourceVersion: ""/"0" = latest (devcluster has no staler cache to serve "any" from);
+  // N (NotOlderThan) = latest once it is at least N; Exact only at the latest version, because
+  // devcluster keeps no snapshots of older ones.
+  uint64_t want_rv = 0;
+  std::string rv_text = req.query_param("resourceVersion"), match = req.query_param("resourceVersionMatch");
+  if (!check_list_options(req, false, w) || !parse_resource_version(rv_text, &want_rv, w)) return;
   std::string after;
   std::string token = req.query_param("continue");
+  if (!token.empty() && !rv_text.empty() && rv_text != "0")
+    return send_error(w, bad_request("specifying resource version is not allowed when using continue"));
   if (!token.empty() && !from_hex(token, &after))
     return send_error(w, {410, "Expired", "the provided continue parameter is too old or malformed", "", "", "", {}});
   std::vector<ObjectPtr> items;
@@ -317,6 +402,11 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   {
     auto lock = api_.store().lock();
     rv = api_.store().rv_locked();
+    if (want_rv > rv) return send_error(w, too_large_resource_version(want_rv, rv));
+    if (match == "Exact" && want_rv != rv)
+      return send_error(w, {410, "Expired", "devcluster lists only at the latest resourceVersion (" + std::to_string(rv) +
+                                                "); resourceVersion " + rv_text + " with resourceVersionMatch=Exact is not kept",
+                            "", "", "", {}});
     auto all = api_.store().list_locked(type.storage_key(), type.namespaced ? ns : "", after);
     std::string last_key;
     for (const auto& [key, obj] : all) {
@@ -353,29 +443,20 @@ void HttpApi::list(const ResourceType& type, const std::string& ns, const HttpRe
   w.respond(200, std::move(body), "application/json");
 }
 
-void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w) {
+void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpRequest& req, ResponseWriter& w,
+                    const std::string& only_name) {
   LabelSelector labels;
   FieldSelector fields;
-  if (!parse_selectors(req, &labels, &fields, w)) return;
+  if (!parse_selectors(type, req, &labels, &fields, w)) return;
   std::string rv_text = req.query_param("resourceVersion");
   uint64_t since = 0;
-  if (!rv_text.empty() && rv_text != "0") {
-    try {
-      since = std::stoull(rv_text);
-    } catch (...) {
-      return send_error(w, bad_request("resourceVersion must be an integer, got \"" + rv_text + "\""));
-    }
-  }
+  if (!check_list_options(req, true, w) || !parse_resource_version(rv_text, &since, w)) return;
   bool bookmarks = req.query_param("allowWatchBookmarks") == "true";
   bool initial_events = req.query_param("sendInitialEvents") == "true";
   bool table = wants_table(req);
   std::string include_object = req.query_param("includeObject", "Metadata");
   long long timeout_seconds = 0;
-  try {
-    std::string t = req.query_param("timeoutSeconds");
-    if (!t.empty()) timeout_seconds = std::stoll(t);
-  } catch (...) {
-  }
+  if (!integer_param(req, "timeoutSeconds", &timeout_seconds, true, w)) return;
   auto deadline = timeout_seconds > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds)
                                       : std::chrono::steady_clock::time_point::max();
   const std::string storage = type.storage_key();
@@ -384,6 +465,7 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
 
   auto matches = [&](const Json& obj) {
     if (!scope_ns.empty() && obj["metadata"].value("namespace", "") != scope_ns) return false;
+    if (!only_name.empty() && obj["metadata"].value("name", "") != only_name) return false;
     if (!labels.matches(obj["metadata"].value("labels", Json::object()))) return false;
     return fields.empty() || fields.matches(obj);
   };
@@ -418,6 +500,11 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
       cursor = store.rv_locked();
       if (initial_events && bookmarks) out += bookmark(cursor, true);
     } else {
+      if (since > store.rv_locked()) {
+        uint64_t current = store.rv_locked();
+        lock.unlock();
+        return send_error(w, too_large_resource_version(since, current));
+      }
       if (since < store.oldest_resumable_rv_locked()) {
         lock.unlock();
         ApiError gone{410, "Expired", "too old resource version: " + rv_text + " (" +
@@ -476,28 +563,33 @@ void HttpApi::watch(const ResourceType& type, const std::string& ns, const HttpR
 }
 
 void HttpApi::serve_log(const std::string& ns, const std::string& name, const HttpRequest& req, ResponseWriter& w) {
-  const ResourceType* pods = api_.registry()->find("", "v1", "pods");
+  auto reg = api_.registry();  // keeps `pods` alive while following, if CRDs change meanwhile
+  const ResourceType* pods = reg->find("", "v1", "pods");
   Outcome pod = api_.get(*pods, ns, name);
   if (!pod.ok()) return send_error(w, *pod.error);
-  long long tail_lines = -1;
-  if (std::string tail = req.query_param("tailLines"); !tail.empty()) {
-    try {
-      size_t used = 0;
-      tail_lines = std::stoll(tail, &used);
-      if (used != tail.size()) throw std::invalid_argument(tail);
-    } catch (...) {
-      return send_error(w, bad_request("tailLines must be an integer, got \"" + tail + "\""));
-    }
-  }
+  long long tail_lines = -1, limit_bytes = -1;
+  if (!integer_param(req, "tailLines", &tail_lines, false, w) || !integer_param(req, "limitBytes", &limit_bytes, false, w))
+    return;
+  // Options devcluster cannot honour are refused, not ignored: ignoring them prints more (or
+  // other) output than was asked for, which reads as the answer.
+  if (!req.query_param("sinceSeconds").empty() || !req.query_param("sinceTime").empty())
+    return send_error(w, bad_request("devcluster does not record when log lines were written, so --since/--since-time "
+                                     "are not supported; use --tail=N"));
+  if (req.query_param("timestamps") == "true")
+    return send_error(w, bad_request("devcluster does not record when log lines were written, so --timestamps is not supported"));
+  if (req.query_param("previous") == "true")
+    return send_error(w, bad_request("devcluster keeps one log per container with every restart appended, so there is no "
+                                     "separate previous log: `kubectl logs` without --previous shows all of it"));
   std::string container = req.query_param("container");
   if (container.empty()) container = pod.object.value("/spec/containers/0/name"_json_pointer, std::string());
   std::string path = pod_log_path ? pod_log_path(ns, name, container) : "";
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (path.empty() || !in)
     return send_error(w, bad_request("container \"" + container + "\" in pod \"" + name + "\" has no log yet"));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
+  const size_t read_to = text.size();
   if (tail_lines == 0) text.clear();
   if (tail_lines > 0) {
     // Keep the text after the tail_lines-th newline from the end (a final newline ends the
@@ -508,7 +600,62 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
       cut = cut == 0 ? std::string::npos : text.rfind('\n', cut - 1);
     if (cut != std::string::npos) text = text.substr(cut + 1);
   }
-  w.respond(200, text, "text/plain");
+  size_t budget = limit_bytes > 0 ? static_cast<size_t>(limit_bytes) : std::string::npos;
+  auto within_budget = [&](std::string& chunk) {
+    if (chunk.size() > budget) chunk.resize(budget);
+    budget -= budget == std::string::npos ? 0 : chunk.size();
+  };
+  within_budget(text);
+  if (req.query_param("follow") != "true") return void(w.respond(200, text, "text/plain"));
+
+  // follow: what is there, then whatever the container appends, until the pod is finished or
+  // gone (one last read then), the byte budget is spent, or the client leaves.
+  Headers h;
+  h.set("Content-Type", "text/plain");
+  if (!w.begin_stream(200, std::move(h)) || (!text.empty() && !w.write_chunk(text))) return;
+  std::streamoff offset = static_cast<std::streamoff>(read_to);
+  bool last_read = false;
+  while (!w.should_stop() && budget > 0) {
+    std::ifstream more(path, std::ios::binary);
+    std::string chunk;
+    if (more && more.seekg(offset)) {
+      std::stringstream buf;
+      buf << more.rdbuf();
+      chunk = buf.str();
+    }
+    offset += static_cast<std::streamoff>(chunk.size());
+    within_budget(chunk);
+    if (!chunk.empty() && !w.write_chunk(chunk)) return;
+    if (last_read) return;
+    if (chunk.empty()) {
+      Outcome now = api_.get(*pods, ns, name);
+      std::string phase = now.ok() ? now.object.value("/status/phase"_json_pointer, std::string()) : "";
+      last_read = !now.ok() || phase == "Succeeded" || phase == "Failed" ||
+                  now.object.value("/metadata/uid"_json_pointer, std::string()) !=
+                      pod.object.value("/metadata/uid"_json_pointer, std::string());
+      if (!last_read) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+void HttpApi::answer_review(const ResourceType& type, const HttpRequest& req, ResponseWriter& w) {
+  // kubectl sends reviews as protobuf, which devcluster does not decode; the answer does not
+  // depend on the question, so a JSON spec is echoed when there is one and otherwise left out.
+  Json spec = Json::object();
+  if (req.headers.get("Content-Type").find("json") != std::string::npos) {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_object() && body.contains("spec")) spec = body["spec"];
+  }
+  const std::string why = "devcluster has no RBAC: every authenticated caller may do everything";
+  Json status;
+  if (type.kind == "SelfSubjectRulesReview")
+    status = {{"resourceRules", Json::array({{{"verbs", {"*"}}, {"apiGroups", {"*"}}, {"resources", {"*"}}}})},
+              {"nonResourceRules", Json::array({{{"verbs", {"*"}}, {"nonResourceURLs", {"*"}}}})},
+              {"incomplete", false}};
+  else
+    status = {{"allowed", true}, {"reason", why}};
+  send_json(w, 201, {{"kind", type.kind}, {"apiVersion", type.api_version()}, {"metadata", {{"creationTimestamp", nullptr}}},
+                     {"spec", spec}, {"status", status}});
 }
 
 void HttpApi::handle(const HttpRequest& req, ResponseWriter& w) {
@@ -593,13 +740,24 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     // Say which subresource is missing: kubectl exec/attach/port-forward/cp/debug show only this.
     std::string why = "the server could not find the requested resource: devcluster does not implement " +
                       type->plural + "/" + sub;
-    if (type->plural == "pods") why += " (pods are local processes; `kubectl logs` shows their output)";
+    if (type->plural == "pods" && sub == "ephemeralcontainers")
+      why = "the server could not find the requested resource: devcluster does not support ephemeral containers "
+            "(pods/ephemeralcontainers, used by `kubectl debug`): pods are local processes without images; "
+            "`kubectl logs` shows their output";
+    else if (type->plural == "pods")
+      why += " (pods are local processes; `kubectl logs` shows their output)";
     return send_error(w, {404, "NotFound", why, "", group, "", {}});
   }
   if (type->namespaced && ns.empty() && !name.empty())
     return send_error(w, {404, "NotFound", "the server could not find the requested resource (namespace required)", "", group, "", {}});
   if (type->namespaced && !ns.empty()) {
     // A namespace path segment must exist for reads too (creates check it themselves).
+  }
+
+  if (type->create_only) {
+    if (req.method != "POST" || !name.empty())
+      return send_error(w, {405, "MethodNotAllowed", type->plural + " can only be created (POST)", type->plural, group, "", {}});
+    return answer_review(*type, req, w);
   }
 
   WriteOptions wopts;
@@ -652,6 +810,8 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   bool status_sub = sub == "status";
   if (sub == "scale") return send_error(w, {404, "NotFound", "the scale subresource is not implemented by devcluster", "", "", "", {}});
   if (req.method == "GET") {
+    if (!status_sub && (req.query_param("watch") == "true" || req.query_param("watch") == "1"))
+      return watch(*type, ns, req, w, name);
     Outcome o = api_.get(*type, ns, name);
     if (o.ok()) o.object = as_version(o.object, *type);
     if (o.ok() && wants_table(req)) {

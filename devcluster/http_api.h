@@ -46,7 +46,10 @@ class HttpApi {
                  bool* handled);
   void openapi(const kube::net::HttpRequest& req, const std::vector<std::string>& seg, kube::net::ResponseWriter& w);
   void list(const ResourceType& type, const std::string& ns, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
-  void watch(const ResourceType& type, const std::string& ns, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
+  // only_name: GET .../<plural>/<name>?watch=true watches that one object (kube-apiserver does).
+  void watch(const ResourceType& type, const std::string& ns, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w,
+             const std::string& only_name = "");
+  void answer_review(const ResourceType& type, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
   void serve_log(const std::string& ns, const std::string& name, const kube::net::HttpRequest& req,
                  kube::net::ResponseWriter& w);
 

@@ -144,10 +144,10 @@ std::string expand(const std::string& text, const std::vector<std::pair<std::str
 
 }  // namespace
 
-Kubelet::Kubelet(Api& api, KubeletOptions options) : api_(api), options_(std::move(options)) {
-  auto reg = api_.registry();
-  pods_ = reg->find("", "v1", "pods");
-  nodes_ = reg->find("", "v1", "nodes");
+Kubelet::Kubelet(Api& api, KubeletOptions options)
+    : api_(api), options_(std::move(options)), builtin_registry_(api_.registry()) {
+  pods_ = builtin_registry_->find("", "v1", "pods");
+  nodes_ = builtin_registry_->find("", "v1", "nodes");
 }
 
 Kubelet::~Kubelet() { stop(); }
@@ -410,7 +410,7 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
     env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
   auto lookup = [&](const std::string& resource, const std::string& obj_name, const std::string& key, bool secret,
                     std::string* out) {
-    const ResourceType* t = api_.registry()->find("", "v1", resource);
+    const ResourceType* t = builtin_registry_->find("", "v1", resource);
     Outcome o = api_.get(*t, run.ns, obj_name);
     if (!o.ok()) return false;
     const Json data = o.object.value("data", Json::object());
@@ -422,7 +422,7 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
     std::string prefix = from.value("prefix", "");
     bool secret = from.contains("secretRef");
     const Json ref = secret ? from["secretRef"] : from.value("configMapRef", Json::object());
-    const ResourceType* t = api_.registry()->find("", "v1", secret ? "secrets" : "configmaps");
+    const ResourceType* t = builtin_registry_->find("", "v1", secret ? "secrets" : "configmaps");
     Outcome o = api_.get(*t, run.ns, ref.value("name", ""));
     if (!o.ok()) continue;
     const Json data = o.object.value("data", Json::object());

@@ -95,6 +95,9 @@ class Kubelet {
 
   Api& api_;
   KubeletOptions options_;
+  // The registry is replaced whenever CRDs change; holding the first one keeps pods_ and nodes_
+  // (built-ins, never changed by a rebuild) alive.
+  std::shared_ptr<const Registry> builtin_registry_;
   const ResourceType* pods_ = nullptr;
   const ResourceType* nodes_ = nullptr;
   std::thread thread_;

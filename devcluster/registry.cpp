@@ -39,6 +39,13 @@ Registry::Registry() {
   };
   types_[2].categories = {"all"};
   types_[3].categories = {"all"};
+  // Answered, never stored: devcluster has no RBAC, so every review says allowed (kubectl auth can-i).
+  for (auto [plural, kind] : {std::pair{"selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+                              std::pair{"selfsubjectrulesreviews", "SelfSubjectRulesReview"},
+                              std::pair{"subjectaccessreviews", "SubjectAccessReview"}}) {
+    types_.push_back(builtin("authorization.k8s.io", "v1", plural, "", kind, false, false, {}));
+    types_.back().create_only = true;
+  }
 }
 
 const ResourceType* Registry::find(const std::string& group, const std::string& version,
@@ -81,6 +88,11 @@ void Registry::rebuild_crds(const std::vector<nlohmann::json>& crds) {
       if (sub.contains("scale")) t.subresources.push_back("scale");
       if (v.contains("schema") && v["schema"].contains("openAPIV3Schema")) t.schema = v["schema"]["openAPIV3Schema"];
       if (v.contains("additionalPrinterColumns")) t.printer_columns = v["additionalPrinterColumns"];
+      for (const auto& f : v.value("selectableFields", nlohmann::json::array())) {
+        std::string path = f.is_object() ? f.value("jsonPath", "") : "";
+        if (!path.empty() && path[0] == '.') path.erase(0, 1);
+        if (!path.empty()) t.selectable_fields.push_back(path);
+      }
       types_.push_back(std::move(t));
     }
   }

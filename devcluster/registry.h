@@ -22,11 +22,13 @@ struct ResourceType {
   bool namespaced = true;
   bool has_status = false;
   bool is_crd = false;
+  bool create_only = false;  // access reviews: POST is answered, nothing is stored
   std::vector<std::string> short_names;
   std::vector<std::string> categories;
   std::vector<std::string> subresources;  // "status", "binding", "log", ...
   nlohmann::json schema;           // CRD openAPIV3Schema (null for built-ins)
   nlohmann::json printer_columns;  // CRD additionalPrinterColumns (null = Name + Age)
+  std::vector<std::string> selectable_fields;  // CRD selectableFields ("spec.color"); built-ins: see selectors.h
 
   std::string storage_key() const { return group + "/" + plural; }
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 namespace flotilla::devcluster {
@@ -70,6 +71,40 @@ std::string field_value(const nlohmann::json& object, const std::string& path, b
 
 }  // namespace
 
+namespace {
+
+bool qualified_name_part(const std::string& s) {
+  static const std::regex re("^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$");
+  return !s.empty() && s.size() <= 63 && std::regex_match(s, re);
+}
+
+const char* kNameRule =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+}  // namespace
+
+std::string label_key_problem(const std::string& key) {
+  std::string name = key, prefix;
+  if (auto slash = key.find('/'); slash != std::string::npos) {
+    prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    static const std::regex dns("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+    if (prefix.empty() || prefix.size() > 253 || !std::regex_match(prefix, dns))
+      return "Invalid value: \"" + key + "\": prefix part must be a lowercase RFC 1123 subdomain of at most 253 characters";
+  }
+  if (name.size() > 63) return "Invalid value: \"" + key + "\": name part must be no more than 63 characters";
+  if (!qualified_name_part(name)) return "Invalid value: \"" + key + "\": name part " + kNameRule;
+  return "";
+}
+
+std::string label_value_problem(const std::string& value) {
+  if (value.empty()) return "";
+  if (value.size() > 63) return "Invalid value: \"" + value + "\": must be no more than 63 characters";
+  if (!qualified_name_part(value))
+    return "Invalid value: \"" + value + "\": a valid label must be an empty string or " + kNameRule;
+  return "";
+}
+
 bool parse_label_selector(const std::string& text, LabelSelector* out, std::string* error) {
   out->requirements.clear();
   if (trim(text).empty()) return true;
@@ -111,6 +146,12 @@ bool parse_label_selector(const std::string& text, LabelSelector* out, std::stri
     }
     if (r.key.empty() || r.key.find_first_of(" \t") != std::string::npos) {
       *error = "unable to parse requirement: invalid label key in \"" + term + "\"";
+      return false;
+    }
+    std::string problem = label_key_problem(r.key);
+    for (size_t i = 0; problem.empty() && i < r.values.size(); ++i) problem = label_value_problem(r.values[i]);
+    if (!problem.empty()) {
+      *error = "unable to parse requirement: " + problem;
       return false;
     }
     out->requirements.push_back(std::move(r));
@@ -166,6 +207,39 @@ bool FieldSelector::matches(const nlohmann::json& object) const {
     if (r.op == Requirement::Op::not_equals && eq) return false;
   }
   return true;
+}
+
+std::vector<std::string> supported_field_selectors(const std::string& group, const std::string& plural,
+                                                   const std::vector<std::string>& selectable_fields) {
+  std::vector<std::string> out = {"metadata.name", "metadata.namespace"};
+  std::vector<std::string> own;
+  if (group.empty()) {
+    // k8s.io/kubernetes pkg/registry/core/*/strategy.go (ToSelectableFields / field label conversions).
+    if (plural == "pods")
+      own = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+             "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName"};
+    else if (plural == "nodes") own = {"spec.unschedulable"};
+    else if (plural == "namespaces") own = {"status.phase"};
+    else if (plural == "secrets") own = {"type"};
+    else if (plural == "services") own = {"spec.clusterIP", "spec.type"};
+    else if (plural == "events")
+      own = {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+             "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+             "reason", "reportingComponent", "source", "type"};
+  }
+  own.insert(own.end(), selectable_fields.begin(), selectable_fields.end());
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
+std::string unsupported_field_selector(const FieldSelector& selector, const std::vector<std::string>& supported) {
+  for (const auto& r : selector.requirements) {
+    if (std::find(supported.begin(), supported.end(), r.key) != supported.end()) continue;
+    std::string list;
+    for (const auto& f : supported) list += (list.empty() ? "" : ", ") + f;
+    return "field label not supported: " + r.key + " (supported: " + list + ")";
+  }
+  return "";
 }
 
 bool label_selector_from_json(const nlohmann::json& sel, LabelSelector* out, std::string* error) {

@@ -38,6 +38,12 @@ std::string Error::describe() const {
   return out;
 }
 
+bool Error::resource_version_too_large() const {
+  for (const auto& c : causes)
+    if (c.reason == "ResourceVersionTooLarge") return true;
+  return false;
+}
+
 static ErrorKind kind_from(int status, const std::string& reason) {
   // Reason first where the status code is ambiguous (409 → AlreadyExists or Conflict).
   if (reason == "AlreadyExists") return ErrorKind::AlreadyExists;

@@ -51,6 +51,10 @@ struct Error {
   std::optional<std::chrono::seconds> retry_after;  // Status.details.retryAfterSeconds / header
 
   bool transient() const { return kind == ErrorKind::Transient; }
+  // The server has not reached the resourceVersion asked for (504 with cause
+  // ResourceVersionTooLarge, e.g. a watch resumed against a server whose data was reset): like
+  // Gone, only a fresh list helps (client-go re-lists from "" on it).
+  bool resource_version_too_large() const;
   bool is(ErrorKind k) const { return kind == k; }
   // One line: "NotFound (404): pods \"x\" not found [spec.a: Required value]".
   std::string describe() const;

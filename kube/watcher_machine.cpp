@@ -54,7 +54,7 @@ WatcherStep on_watch_event(const WatcherState& state, WatchEvent event) {
     return {state, {}, false, false};
   if (event.type == WatchEventType::Error) {
     Error e = event.status_error();
-    if (e.kind == ErrorKind::Gone) return relist();
+    if (e.kind == ErrorKind::Gone || e.resource_version_too_large()) return relist();
     WatcherStep out{state, {}, true, false};
     out.state.phase = WatcherPhase::InitListed;  // the server ends the stream after ERROR
     return out;
@@ -88,7 +88,7 @@ WatcherStep step(const WatcherState& state, WatcherInput input) {
     return out;
   }
   const auto& failed = std::get<RequestFailed>(input);
-  if (failed.error.kind == ErrorKind::Gone) return relist();
+  if (failed.error.kind == ErrorKind::Gone || failed.error.resource_version_too_large()) return relist();
   WatcherStep out{state, {}, true, false};
   if (state.phase == WatcherPhase::Watching) out.state.phase = WatcherPhase::InitListed;
   return out;

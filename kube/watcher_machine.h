@@ -17,7 +17,9 @@
 //   each event's object, BOOKMARKs); a dropped stream resumes from it, so no event is missed or
 //   repeated; 410 (an expired list continue token, a watch request, or an ERROR event) drops
 //   back to Empty and re-lists at once (no backoff, as client-go's reflector); any other failure
-//   keeps the state and asks for backoff. BOOKMARK events move the resourceVersion and emit
+//   keeps the state and asks for backoff. A 504 whose cause is ResourceVersionTooLarge (the
+//   server never reached our resourceVersion: its data was reset) re-lists like 410; waiting
+//   for the server to catch up would miss every event up to that version. BOOKMARK events move the resourceVersion and emit
 //   nothing.
 #include <string>
 #include <variant>

@@ -231,8 +231,7 @@ std::unique_ptr<Connection> Connection::connect(const std::string& host, int por
   return conn;
 }
 
-std::unique_ptr<Connection> Connection::accept_fd(int fd, const std::shared_ptr<TlsContext>& tls,
-                                                  Millis timeout, std::string* error) {
+std::unique_ptr<Connection> Connection::adopt_fd(int fd, const std::shared_ptr<TlsContext>& tls) {
   process_init();
   set_nonblocking(fd);
   int one = 1;
@@ -240,13 +239,17 @@ std::unique_ptr<Connection> Connection::accept_fd(int fd, const std::shared_ptr<
   if (!tls) return std::unique_ptr<Connection>(new Connection(fd, nullptr));
   SSL* ssl = SSL_new(static_cast<SSL_CTX*>(tls->native()));
   SSL_set_fd(ssl, fd);
-  std::unique_ptr<Connection> conn(new Connection(fd, ssl));
-  if (IoStatus st = conn->handshake(false, timeout); st != IoStatus::ok) {
+  return std::unique_ptr<Connection>(new Connection(fd, ssl));
+}
+
+IoStatus Connection::server_handshake(Millis timeout, std::string* error) {
+  if (!ssl_) return IoStatus::ok;
+  IoStatus st = handshake(false, timeout);
+  if (st != IoStatus::ok) {
     *error = "TLS accept failed: " + (st == IoStatus::timeout ? std::string("timeout") : ssl_error_text());
     ERR_clear_error();
-    return nullptr;
   }
-  return conn;
+  return st;
 }
 
 IoStatus Connection::handshake(bool client, Millis timeout) {

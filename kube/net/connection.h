@@ -59,9 +59,12 @@ class Connection {
   static std::unique_ptr<Connection> connect(const std::string& host, int port,
                                              const std::shared_ptr<TlsContext>& tls,
                                              Millis timeout, std::string* error);
-  // Adopts an accepted socket; with a server TLS context, performs the server handshake.
-  static std::unique_ptr<Connection> accept_fd(int fd, const std::shared_ptr<TlsContext>& tls,
-                                               Millis timeout, std::string* error);
+  // Adopts an accepted socket (and owns fd from here on); with a server TLS context, run
+  // server_handshake() next. Two steps so a server can register the connection, and shut it
+  // down when it stops, while a silent peer holds the handshake.
+  static std::unique_ptr<Connection> adopt_fd(int fd, const std::shared_ptr<TlsContext>& tls);
+  // The server side of the TLS handshake; ok at once for a plain socket.
+  IoStatus server_handshake(Millis timeout, std::string* error);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

@@ -4,10 +4,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
+#include <system_error>
 
 namespace flotilla::kube::net {
 
@@ -110,29 +116,161 @@ void HttpServer::reap(bool all) {
     if (w.thread.joinable()) w.thread.join();
 }
 
+namespace {
+
+// accept4 errors that concern only the connection being accepted (it was reset or aborted while
+// queued, or a signal interrupted the call): try the next one at once.
+bool connection_error(int err) {
+  switch (err) {
+    case EINTR: case EAGAIN: case ECONNABORTED: case EPROTO: case ENETDOWN: case ENOPROTOOPT:
+    case EHOSTDOWN: case ENONET: case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string errno_name(int err) {
+  switch (err) {
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENOBUFS: return "ENOBUFS";
+    case ENOMEM: return "ENOMEM";
+    case EAGAIN: return "EAGAIN";
+    case EBADF: return "EBADF";
+    case EINVAL: return "EINVAL";
+    default: return "errno " + std::to_string(err);
+  }
+}
+
+// What an operator can do about a failed accept.
+std::string accept_remedy(int err) {
+  if (err == EMFILE) {
+    rlimit lim{};
+    std::string limit = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                            ? " (limit " + std::to_string(lim.rlim_cur) + ")" : "";
+    return "this process is out of file descriptors" + limit +
+           ": raise the limit (`ulimit -n`, systemd LimitNOFILE) or close idle clients and watches";
+  }
+  if (err == ENFILE) return "the system is out of file descriptors: raise fs.file-max or stop other processes";
+  if (err == ENOBUFS || err == ENOMEM) return "the system is out of socket memory";
+  return "unexpected error on the listening socket";
+}
+
+}  // namespace
+
+void HttpServer::log(const std::string& line) const {
+  if (config_.log) config_.log(line);
+  else std::cerr << line << "\n";
+}
+
 void HttpServer::accept_loop() {
+  // Back-off state of one episode of failing accepts (as Go's net/http: 5 ms doubling to 1 s).
+  constexpr Millis kFirstDelay{5}, kMaxDelay{1000};
+  Millis delay{0};
+  long failures = 0;
+  auto episode_start = std::chrono::steady_clock::now();
+  auto fail = [&](int err, const std::string& what) {
+    if (failures++ == 0) {
+      episode_start = std::chrono::steady_clock::now();
+      log("cannot accept connections: " + what + " (" + errno_name(err) + "); " + accept_remedy(err) +
+          "; retrying with back-off up to 1 s, new connections wait meanwhile");
+    }
+    delay = delay.count() == 0 ? kFirstDelay : std::min(delay * 2, kMaxDelay);
+  };
   while (!stopping_.load()) {
+    if (delay.count() > 0) {
+      // The listener stays readable while we cannot accept, so poll would return at once.
+      auto until = std::chrono::steady_clock::now() + delay;
+      while (!stopping_.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::min(Millis(50), std::chrono::duration_cast<Millis>(
+                                                              until - std::chrono::steady_clock::now()) + Millis(1)));
+      reap(false);  // finished connections give their descriptors back
+      if (stopping_.load()) break;
+    }
     pollfd p{listen_fd_, POLLIN, 0};
     int r = ::poll(&p, 1, 200);
     reap(false);
     if (r <= 0) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      int err = errno;
+      if (!connection_error(err)) fail(err, std::strerror(err));
+      continue;
+    }
     std::lock_guard lock(mutex_);
     Worker& w = workers_.emplace_back();
-    w.thread = std::thread([this, wp = &w, fd] { serve(wp, fd); });
+    try {
+      w.thread = std::thread([this, wp = &w, fd] { serve(wp, fd); });
+    } catch (const std::system_error& e) {
+      ::close(fd);
+      workers_.pop_back();
+      fail(e.code().value(), std::string("cannot start a thread for the connection: ") + e.what());
+      continue;
+    }
+    if (failures > 0) {
+      auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - episode_start).count();
+      char took[32];
+      std::snprintf(took, sizeof took, "%.1f", seconds);
+      log("accepting connections again after " + std::to_string(failures) + " failed attempts over " + took + " s");
+      failures = 0;
+      delay = Millis(0);
+    }
   }
 }
 
+void HttpServer::respond_error(ResponseWriter& writer, int status, const std::string& message) const {
+  if (!config_.error_body) {
+    writer.respond(status, message + "\n", "text/plain");
+    return;
+  }
+  auto [content_type, body] = config_.error_body(status, message);
+  writer.respond(status, std::move(body), content_type);
+}
+
+namespace {
+
+// Reads and drops what is left of a refused upload (bounded in bytes and time, never buffered):
+// closing with unread data makes the kernel send a reset, which can destroy the answer before
+// the client reads it.
+// A declared Content-Length over the limit (read_all refuses it before reading).
+bool body_over_limit(const Headers& headers, size_t max_bytes) {
+  try {
+    std::string cl = headers.get("Content-Length");
+    return !cl.empty() && std::stoull(cl) > max_bytes;
+  } catch (...) {
+    return false;
+  }
+}
+
+void discard_upload(MessageReader& reader, const Headers& headers) {
+  size_t left = 16u << 20;
+  try {
+    if (std::string cl = headers.get("Content-Length"); !cl.empty()) left = std::min<size_t>(left, std::stoull(cl));
+  } catch (...) {
+  }
+  auto deadline = std::chrono::steady_clock::now() + Millis(2000);
+  std::string scratch;
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    scratch.clear();
+    if (reader.read_up_to(std::min<size_t>(left, 64 * 1024), &scratch, Millis(200)) != IoStatus::ok) break;
+    left -= std::min(left, scratch.size());
+  }
+}
+
+}  // namespace
+
 void HttpServer::serve(Worker* worker, int fd) {
   std::string error;
-  auto conn = Connection::accept_fd(fd, config_.tls, config_.read_timeout, &error);
-  if (conn) {
-    {
-      std::lock_guard lock(mutex_);
-      worker->conn = conn.get();
-      if (stopping_.load()) conn->shutdown();
-    }
+  auto conn = Connection::adopt_fd(fd, config_.tls);
+  {
+    // Registered before the handshake: a peer that connects and says nothing must not hold
+    // stop() for the whole read timeout.
+    std::lock_guard lock(mutex_);
+    worker->conn = conn.get();
+    if (stopping_.load()) conn->shutdown();
+  }
+  if (conn->server_handshake(config_.read_timeout, &error) == IoStatus::ok) {
     MessageReader reader(*conn);
     while (!stopping_.load()) {
       HttpRequest req;
@@ -142,7 +280,7 @@ void HttpServer::serve(Worker* worker, int fd) {
       if (st != IoStatus::ok) {
         if (!bad.empty()) {
           writer.close_after_ = true;
-          writer.respond(400, bad + "\n", "text/plain");
+          respond_error(writer, 400, bad);
         }
         break;
       }
@@ -150,10 +288,21 @@ void HttpServer::serve(Worker* worker, int fd) {
       if (body.framing() == BodyReader::Framing::until_close) {
         // Requests without framing have no body.
       } else {
+        // curl asks before sending bodies over 1 MiB and otherwise waits a second for this.
+        if (iequals(req.headers.get("Expect"), "100-continue") && body.framing() != BodyReader::Framing::none &&
+            !body_over_limit(req.headers, config_.max_body_bytes) &&
+            conn->write_all("HTTP/1.1 100 Continue\r\n\r\n", config_.write_timeout) != IoStatus::ok)
+          break;
         st = body.read_all(&req.body, config_.max_body_bytes, config_.read_timeout, &bad);
         if (st != IoStatus::ok) {
           writer.close_after_ = true;
-          if (!bad.empty()) writer.respond(bad == "body too large" ? 413 : 400, bad + "\n", "text/plain");
+          if (bad == "body too large") {
+            req.body.clear();
+            respond_error(writer, 413, "Request entity too large: limit is " + std::to_string(config_.max_body_bytes));
+            discard_upload(reader, req.headers);
+          } else if (!bad.empty()) {
+            respond_error(writer, 400, bad);
+          }
           break;
         }
       }
@@ -166,10 +315,12 @@ void HttpServer::serve(Worker* worker, int fd) {
       // A streamed response is always the last on its connection.
       if (writer.failed_ || writer.close_after_ || streamed) break;
     }
+  }
+  {
     std::lock_guard lock(mutex_);
     worker->conn = nullptr;
   }
-  conn.reset();  // accept_fd owns fd even when it fails
+  conn.reset();
   worker->done.store(true);
 }
 

@@ -3,8 +3,16 @@
 //
 // Guarantees: stop() closes the listener, shuts down every open connection (which unblocks
 //   their threads) and joins all threads before returning; a handler that neither responds
-//   nor streams gets a 500; bodies over max_body_bytes get 413; malformed requests get 400.
+//   nor streams gets a 500; a body over max_body_bytes gets 413 without being buffered (a
+//   declared Content-Length is refused before reading; the rest of the upload is discarded for
+//   up to 2 s so the client sees the answer instead of a reset); malformed requests get 400.
+//   `Expect: 100-continue` gets `100 Continue` before the body is read (or the 413 at once).
 //   Streaming handlers must check writer.should_stop() at least every few hundred ms.
+//   When accept fails for want of a resource (EMFILE/ENFILE: out of file descriptors; ENOBUFS/
+//   ENOMEM; no thread could be started) the acceptor backs off 5 ms doubling to 1 s instead of
+//   spinning (what Go's net/http does), logs one line per episode naming the errno and the way
+//   out, and one line when accepting works again. Connections wait in the listen backlog
+//   meanwhile; none is refused by the server itself.
 // Assumes: long-lived streams (watches) are few hundred at most, so a thread each is fine.
 // Caveats: no pipelining (one request at a time per connection), no HTTP/2; the connection is
 //   closed after a streamed response.
@@ -17,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "kube/net/connection.h"
 #include "kube/net/http_message.h"
@@ -31,6 +40,11 @@ struct ServerConfig {
   Millis read_timeout{30000};             // per read while a request is arriving
   Millis write_timeout{30000};
   size_t max_body_bytes = 64u << 20;
+  // Where the server's own problems (accept failures) are reported; null = one line on stderr.
+  std::function<void(const std::string&)> log;
+  // The server's own error answers (400 malformed request, 413 body too large) as {content
+  // type, body}; null = text/plain with the message.
+  std::function<std::pair<std::string, std::string>(int status, const std::string& message)> error_body;
 };
 
 class ResponseWriter {
@@ -83,6 +97,8 @@ class HttpServer {
     Connection* conn = nullptr;  // guarded by mutex_
   };
   void accept_loop();
+  void log(const std::string& line) const;
+  void respond_error(ResponseWriter& writer, int status, const std::string& message) const;
   void serve(Worker* worker, int fd);
   void reap(bool all);
 

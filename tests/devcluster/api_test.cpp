@@ -19,6 +19,7 @@ const Json kCrd = Json::parse(R"({
   "spec": {"group": "example.io", "scope": "Namespaced",
     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
     "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+      "selectableFields": [{"jsonPath": ".spec.color"}],
       "schema": {"openAPIV3Schema": {"type": "object", "properties": {
         "spec": {"type": "object", "required": ["size"], "properties": {
           "size": {"type": "integer", "maximum": 10},
@@ -224,6 +225,125 @@ TEST_F(DevclusterApi, ListSelectorsAndPaging) {
   EXPECT_EQ(pages, 3);
   auto [cb, bad] = dc_->call("GET", "/api/v1/namespaces/default/configmaps?labelSelector=a+in+(b");
   EXPECT_EQ(cb, 400);
+}
+
+// What kube-apiserver refuses, devcluster refuses with the same code, so nothing that works
+// here fails on a real cluster: field selectors outside the resource's list, resourceVersions
+// the server has not reached (504 ResourceVersionTooLarge, on which clients re-list), and
+// malformed list/watch parameters.
+TEST_F(DevclusterApi, ListAndWatchParametersAreCheckedAsKubeApiserverDoes) {
+  auto [c1, bad_field] = dc_->call("GET", "/api/v1/namespaces/default/configmaps?fieldSelector=data.x%3Dy");
+  EXPECT_EQ(c1, 400);
+  EXPECT_EQ(bad_field.value("message", ""),
+            "field label not supported: data.x (supported: metadata.name, metadata.namespace)");
+  EXPECT_EQ(dc_->call("GET", "/api/v1/pods?fieldSelector=status.phase%3DRunning%2Cspec.nodeName%21%3Dx").first, 200);
+  EXPECT_EQ(dc_->call("GET", "/api/v1/events?fieldSelector=involvedObject.name%3Dp").first, 200);
+  auto [c2, bad_pod_field] = dc_->call("GET", "/api/v1/pods?fieldSelector=spec.containers%3Dx&watch=true");
+  EXPECT_EQ(c2, 400) << "a watch checks its selector before streaming";
+  EXPECT_NE(bad_pod_field.value("message", "").find("spec.nodeName"), std::string::npos) << bad_pod_field.dump();
+  // A CRD's selectableFields extend its list.
+  ASSERT_EQ(dc_->call("POST", kWidgets, widget("blue-1", {{"size", 1}, {"color", "blue"}})).first, 201);
+  ASSERT_EQ(dc_->call("POST", kWidgets, widget("red-1", {{"size", 1}})).first, 201);
+  auto [c3, blue] = dc_->call("GET", kWidgets + "?fieldSelector=spec.color%3Dblue");
+  ASSERT_EQ(c3, 200) << blue.dump();
+  ASSERT_EQ(blue["items"].size(), 1u);
+  EXPECT_EQ(blue["items"][0]["metadata"]["name"], "blue-1");
+  EXPECT_EQ(dc_->call("GET", kWidgets + "?fieldSelector=spec.size%3D1").first, 400);
+
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  auto [c4, list] = dc_->call("GET", cms);
+  const uint64_t now = std::stoull(list["metadata"]["resourceVersion"].get<std::string>());
+  EXPECT_EQ(dc_->call("GET", cms + "?resourceVersion=0").first, 200);
+  EXPECT_EQ(dc_->call("GET", cms + "?resourceVersion=" + std::to_string(now)).first, 200);
+  EXPECT_EQ(dc_->call("GET", cms + "?resourceVersion=" + std::to_string(now) + "&resourceVersionMatch=Exact").first, 200);
+  auto [c5, old_exact] = dc_->call("GET", cms + "?resourceVersion=" + std::to_string(now - 1) + "&resourceVersionMatch=Exact");
+  EXPECT_EQ(c5, 410) << old_exact.dump();
+  const std::string future = std::to_string(now + 1000);
+  for (const std::string& query : {"?resourceVersion=" + future, "?watch=true&resourceVersion=" + future}) {
+    auto [code, status] = dc_->call("GET", cms + query);
+    EXPECT_EQ(code, 504) << query << " " << status.dump();
+    EXPECT_EQ(status.value("reason", ""), "Timeout");
+    EXPECT_EQ(status["details"]["causes"][0]["reason"], "ResourceVersionTooLarge") << status.dump();
+    EXPECT_EQ(status.value("message", "").rfind("Too large resource version: " + future + ", current: ", 0), 0u);
+  }
+  for (const char* query : {"?resourceVersion=abc", "?resourceVersion=-1", "?limit=10x", "?watch=true&resourceVersion=1x",
+                            "?watch=true&timeoutSeconds=soon"}) {
+    auto [code, status] = dc_->call("GET", cms + query);
+    EXPECT_EQ(code, 400) << query << " " << status.dump();
+    EXPECT_EQ(status.value("reason", ""), "BadRequest") << query;
+  }
+  // kube-apiserver's ListOptions validation: 422 with the offending parameter as the field.
+  for (const char* query : {"?resourceVersionMatch=Exact", "?resourceVersion=5&resourceVersionMatch=Newest",
+                            "?resourceVersion=0&resourceVersionMatch=Exact", "?watch=true&sendInitialEvents=true",
+                            "?watch=true&resourceVersion=0&resourceVersionMatch=NotOlderThan"}) {
+    auto [code, status] = dc_->call("GET", cms + query);
+    EXPECT_EQ(code, 422) << query << " " << status.dump();
+    EXPECT_EQ(status.value("message", "").rfind("ListOptions.meta.k8s.io \"\" is invalid: ", 0), 0u) << status.dump();
+  }
+  auto [c6, forbidden] = dc_->call("GET", cms + "?resourceVersionMatch=Exact");
+  EXPECT_EQ(forbidden["details"]["causes"][0]["field"], "resourceVersionMatch");
+  // The combination kube-apiserver asks for streams the state, then the initial-events-end bookmark.
+  auto r = dc_->http().send("GET", cms + "?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                                         "&resourceVersionMatch=NotOlderThan&resourceVersion=0&timeoutSeconds=1", "", "");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.response.status, 200);
+  EXPECT_NE(r.response.body.find("k8s.io/initial-events-end"), std::string::npos) << r.response.body.substr(0, 300);
+}
+
+// Labels and annotations a real cluster would refuse are refused here too (422 on objects, 400
+// in selectors), so an operator cannot come to rely on them on devcluster.
+TEST_F(DevclusterApi, LabelsAndSelectorsUseKubernetesLabelSyntax) {
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  auto labelled = [](const std::string& name, Json labels) {
+    return Json{{"metadata", {{"name", name}, {"labels", labels}}}};
+  };
+  EXPECT_EQ(dc_->call("POST", cms, labelled("good-labels", {{"flotilla.io/job", "llama_3.8b-x"}, {"empty", ""}})).first, 201);
+  auto [c1, bad_value] = dc_->call("POST", cms, labelled("bad-value", {{"app", "foo!"}}));
+  EXPECT_EQ(c1, 422) << bad_value.dump();
+  EXPECT_EQ(bad_value["details"]["causes"][0]["field"], "metadata.labels");
+  EXPECT_NE(bad_value["details"]["causes"][0].value("message", "").find("a valid label must be an empty string"),
+            std::string::npos) << bad_value.dump();
+  auto [c2, long_value] = dc_->call("POST", cms, labelled("long-value", {{"job", std::string(64, 'a')}}));
+  EXPECT_EQ(c2, 422);
+  EXPECT_NE(long_value.dump().find("must be no more than 63 characters"), std::string::npos) << long_value.dump();
+  EXPECT_EQ(dc_->call("POST", cms, labelled("ok-63", {{"job", std::string(63, 'a')}})).first, 201);
+  EXPECT_EQ(dc_->call("POST", cms, labelled("bad-prefix", {{"Flotilla.IO/job", "x"}})).first, 422);
+  EXPECT_EQ(dc_->call("POST", cms, labelled("bad-key", {{"a b", "x"}})).first, 422);
+  Json bad_annotation = {{"metadata", {{"name", "bad-annotation"}, {"annotations", {{"-x", "any value at all!"}}}}}};
+  EXPECT_EQ(dc_->call("POST", cms, bad_annotation).first, 422);
+  // Updates are checked too, and a refused one changes nothing.
+  auto [c3, patched] = dc_->call("PATCH", cms + "/good-labels", Json{{"metadata", {{"labels", {{"app", "a/b"}}}}}},
+                                 "application/merge-patch+json");
+  EXPECT_EQ(c3, 422) << patched.dump();
+  EXPECT_FALSE(dc_->call("GET", cms + "/good-labels").second["metadata"]["labels"].contains("app"));
+
+  EXPECT_EQ(dc_->call("GET", cms + "?labelSelector=flotilla.io%2Fjob%3Dllama_3.8b-x").second["items"].size(), 1u);
+  for (const char* selector : {"app%3Dfoo%21", "app+in+(a,b%2Fc)", "%2Fx", "-app"}) {
+    auto [code, status] = dc_->call("GET", cms + "?labelSelector=" + selector);
+    EXPECT_EQ(code, 400) << selector << " " << status.dump();
+    EXPECT_EQ(status.value("message", "").rfind("unable to parse requirement", 0), 0u) << status.dump();
+  }
+}
+
+// GET .../configmaps/NAME?watch=true is a watch of that one object, not a plain GET.
+TEST_F(DevclusterApi, WatchOnANamedObjectStreamsOnlyThatObject) {
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  for (const char* name : {"named-a", "named-b"})
+    ASSERT_EQ(dc_->call("POST", cms, Json{{"metadata", {{"name", name}}}}).first, 201);
+  auto r = dc_->http().send("GET", cms + "/named-a?watch=true&timeoutSeconds=1", "", "");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.response.status, 200);
+  std::istringstream lines(r.response.body);
+  std::string line;
+  int events = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    Json ev = Json::parse(line);
+    EXPECT_EQ(ev["type"], "ADDED") << line;
+    EXPECT_EQ(ev["object"]["metadata"]["name"], "named-a") << line;
+    ++events;
+  }
+  EXPECT_EQ(events, 1) << r.response.body;
 }
 
 TEST_F(DevclusterApi, WatchResumesFromResourceVersionSendsBookmarksAndExpires) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +104,10 @@ class DevclusterProcess {
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     pid_ = fork();
     if (pid_ == 0) {
+      if (nofile_limit_ > 0) {
+        rlimit lim{nofile_limit_, nofile_limit_};
+        setrlimit(RLIMIT_NOFILE, &lim);
+      }
       std::string log = (dir_ / "devcluster.log").string();
       FILE* f = freopen(log.c_str(), "a", stdout);
       (void)f;
@@ -179,11 +184,15 @@ class DevclusterProcess {
   }
 
   pid_t pid() const { return pid_; }
+  // RLIMIT_NOFILE (soft and hard) for the server started next; 0 = inherit.
+  void set_nofile_limit(rlim_t n) { nofile_limit_ = n; }
+  std::string log() const { return read_text(dir_ / "devcluster.log"); }
 
  private:
   fs::path dir_;
   std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
+  rlim_t nofile_limit_ = 0;
   std::string server_, token_, ca_;
   std::unique_ptr<flotilla::kube::net::HttpClient> client_;
 };

@@ -149,3 +149,44 @@ TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
   r = dc.kubectl("get configmap settings -o jsonpath={.data.lr}");
   EXPECT_EQ(r.output, "0.001");
 }
+
+// kubectl debug PATCHes pods/<name>/ephemeralcontainers; kubectl v1.32 reads details.name of a
+// 404 without a nil check, so a Status without details made it panic.
+TEST(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanicking) {
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
+  DevclusterProcess dc("debug");
+  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+  auto r = dc.kubectl("run p1 --image=busybox");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = dc.kubectl("debug p1 --image=busybox");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // a panic exits 2
+  EXPECT_EQ(r.output.find("panic"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ephemeral containers are disabled for this cluster"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("devcluster does not support ephemeral containers"), std::string::npos) << r.output;
+  // The pod is untouched.
+  r = dc.kubectl("get pod p1 -o jsonpath={.spec.ephemeralContainers}");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+}
+
+// devcluster has no RBAC, so the true answer to `kubectl auth can-i` is yes (it used to be a
+// 404 "could not find the requested resource").
+TEST(DevclusterKubectl, AuthCanIAnswersYesBecauseThereIsNoRbac) {
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
+  DevclusterProcess dc("cani");
+  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+  auto r = dc.kubectl("auth can-i delete pods -n kube-system");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "yes\n");
+  r = dc.kubectl("auth can-i --list");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("*.*"), std::string::npos) << r.output;
+  // Reviews are answers, not objects: nothing to list or get.
+  auto [code, status] = dc.call("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
+  EXPECT_EQ(code, 405) << status.dump();
+  auto [created, review] = dc.call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                   Json{{"spec", {{"resourceAttributes", {{"verb", "create"}, {"resource", "pods"}}}}}});
+  EXPECT_EQ(created, 201);
+  EXPECT_EQ(review["status"]["allowed"], true);
+  EXPECT_EQ(review["spec"]["resourceAttributes"]["verb"], "create");
+}

@@ -1,5 +1,9 @@
 // The HTTP/1.1 + TLS layer against itself over real loopback sockets.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -167,6 +171,79 @@ TEST(DevclusterNet, StoppingTheServerEndsStreamsAndJoins) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   auto st = stream->next_line(&line, 2000ms);
   EXPECT_TRUE(st == StreamStatus::end || st == StreamStatus::error) << static_cast<int>(st);
+}
+
+namespace {
+
+int plain_connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+std::string read_until(int fd, const std::string& marker) {
+  std::string got;
+  char buf[1024];
+  while (got.find(marker) == std::string::npos) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+}  // namespace
+
+// A peer that connects and never starts the TLS handshake (a port probe, a client that hung)
+// used to hold stop() for the whole 30 s read timeout.
+TEST(DevclusterNet, StopDoesNotWaitForASilentPeerInTheHandshake) {
+  auto server = tls_server([&](const HttpRequest&, ResponseWriter& w) { w.respond(200, "ok"); });
+  int fd = plain_connect(server->port());
+  std::this_thread::sleep_for(300ms);  // accepted; its thread now waits for a ClientHello
+  auto t0 = std::chrono::steady_clock::now();
+  server->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ::close(fd);
+}
+
+
+// curl sends `Expect: 100-continue` before bodies over 1 MiB and waits a second for the answer.
+TEST(DevclusterNet, ExpectContinueGets100ThenTheResponseAndOversizedBodiesGet413) {
+  ServerConfig cfg;
+  cfg.max_body_bytes = 10;
+  std::string err;
+  auto server = HttpServer::start(cfg, [](const HttpRequest& req, ResponseWriter& w) { w.respond(200, "got " + req.body); }, &err);
+  ASSERT_TRUE(server) << err;
+  int fd = plain_connect(server->port());
+  std::string head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  auto t0 = std::chrono::steady_clock::now();
+  std::string interim = read_until(fd, "\r\n\r\n");
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  ASSERT_EQ(::send(fd, "hello", 5, 0), 5);
+  EXPECT_NE(read_until(fd, "got hello").find("got hello"), std::string::npos);
+  ::close(fd);
+  // Over the limit: the 413 comes instead of the 100, and no body is awaited.
+  fd = plain_connect(server->port());
+  head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  std::string refused = read_until(fd, "\r\n\r\n");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused;
+  ::close(fd);
+  // A chunked body has no length to refuse up front: it is read only until it passes the limit.
+  fd = plain_connect(server->port());
+  head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nghijkl\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  refused = read_until(fd, "\r\n\r\n");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused;
+  ::close(fd);
 }
 
 TEST(DevclusterNet, NonSuccessStreamCarriesItsBodyAndPlainHttpWorks) {

@@ -174,6 +174,35 @@ TEST_F(DevclusterPods, LogTailLinesCountsLinesAndABadValueIs400) {
   EXPECT_NE(body.find("tailLines must be an integer"), std::string::npos) << body;
 }
 
+// kubectl logs -f used to print what was there and return at once, as if the process had
+// stopped; --since/--timestamps/--previous were silently ignored.
+TEST_F(DevclusterPods, LogFollowStreamsUntilThePodEndsAndUnsupportedOptionsSaySo) {
+  ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods",
+                    pod("ticker", "for i in 1 2 3 4; do echo tick $i; sleep 0.4; done", "Never")).first, 201);
+  ASSERT_TRUE(eventually([&] { return phase("ticker") == "Running"; })) << get_pod("ticker").dump(2);
+  ASSERT_TRUE(eventually([&] { return dc.http().send("GET", "/api/v1/namespaces/default/pods/ticker/log", "").response.body.find("tick 1") !=
+                                      std::string::npos; }));
+  if (DevclusterProcess::have_kubectl()) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = dc.kubectl("logs -f ticker");
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, "tick 1\ntick 2\ntick 3\ntick 4\n");
+    EXPECT_GT(seconds, 0.6) << "returned before the container finished writing";
+    EXPECT_EQ(phase("ticker"), "Succeeded");
+    for (const char* option : {"--since=1s", "--timestamps", "--previous"}) {
+      r = dc.kubectl(std::string("logs ticker ") + option);
+      EXPECT_NE(r.exit_code, 0) << option << ": " << r.output;
+      EXPECT_NE(r.output.find("devcluster"), std::string::npos) << option << ": " << r.output;
+    }
+  }
+  ASSERT_TRUE(eventually([&] { return phase("ticker") == "Succeeded"; }));
+  auto r = dc.http().send("GET", "/api/v1/namespaces/default/pods/ticker/log?limitBytes=8", "");
+  EXPECT_EQ(r.response.body, "tick 1\nt");
+  r = dc.http().send("GET", "/api/v1/namespaces/default/pods/ticker/log?follow=true&tailLines=1", "");
+  EXPECT_EQ(r.response.body, "tick 4\n") << "following a finished pod ends after what is there";
+}
+
 TEST_F(DevclusterPods, NoProcessOutlivesDevcluster) {
   ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", pod("sleeper", "sleep 300 & wait", "Always")).first, 201);
   ASSERT_TRUE(eventually([&] { return phase("sleeper") == "Running"; }));

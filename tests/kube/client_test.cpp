@@ -137,6 +137,15 @@ TEST_F(KubeClientTest, BadRequestsGiveTypedErrors) {
   Resource unknown{"example.com", "v1", "widgets", "Widget", true};
   EXPECT_TRUE(client_->list(unknown, "default").is(ErrorKind::NotFound));
 
+  // Over kube-apiserver's 3 MiB body limit: a final (not transient) answer with the reason, and
+  // the connection still yields the response although the server read none of the body.
+  auto huge = client_->create(resources::configmaps, "default", configmap("huge", {{"x", std::string(4u << 20, 'x')}}));
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().http_status, 413) << huge.error().describe();
+  EXPECT_EQ(huge.error().reason, "RequestEntityTooLarge");
+  EXPECT_FALSE(huge.error().transient());
+  EXPECT_TRUE(client_->get(resources::configmaps, "default", "dup"));  // and the client goes on
+
   auto cfg = cluster_->config();
   cfg.bearer_token = "wrong-token";
   cfg.client_cert_pem.clear();
@@ -367,6 +376,35 @@ TEST_F(KubeClientTest, ExpiredResourceVersionTriggersRelist) {
   // And the watch continues after the re-list.
   ASSERT_TRUE(client->create(resources::configmaps, "default", configmap("after")));
   EXPECT_TRUE(eventually([&] { return reader.get("default/after").has_value(); }));
+}
+
+// The server's store is reset while a reflector holds a resourceVersion from before: the new
+// server has not reached it (504 ResourceVersionTooLarge). Resuming there and waiting would skip
+// every new object until the counter caught up; the reflector must re-list instead.
+TEST_F(KubeClientTest, WatchAgainstAResetServerRelistsInsteadOfWaitingForItsOldVersion) {
+  Recorder rec;
+  Reflector reflector(client_, resources::configmaps, "default", fast_backoff());
+  reflector.start(std::ref(rec));
+  ASSERT_TRUE(reflector.reader().wait_synced(10s));
+  auto reader = reflector.reader();
+  for (int i = 0; i < 30; ++i)  // well past where a fresh store's counter starts
+    ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("old-" + std::to_string(i))));
+  ASSERT_TRUE(eventually([&] { return reader.get("default/old-29").has_value(); }));
+  const long old_rv = std::stol(reader.resource_version());
+
+  ASSERT_TRUE(cluster_->restart_with_empty_store()) << cluster_->error();
+  auto client = cluster_->client();
+  ASSERT_TRUE(client->create(resources::configmaps, "default", configmap("new-1")));
+  const long new_rv = std::stol(client->get(resources::configmaps, "default", "new-1").value()["metadata"]["resourceVersion"].get<std::string>());
+  ASSERT_LT(new_rv, old_rv) << "the reset store must start below the reflector's resourceVersion";
+
+  const std::vector<std::string> expected = {"default/new-1"};
+  EXPECT_TRUE(eventually([&] { return reader.keys() == expected; }, 15s))
+      << "keys=" << ::testing::PrintToString(reader.keys()) << " rv=" << reader.resource_version()
+      << " relists=" << reflector.stats().relists_on_gone;
+  EXPECT_GE(reflector.stats().relists_on_gone, 1);
+  ASSERT_TRUE(client->create(resources::configmaps, "default", configmap("new-2")));
+  EXPECT_TRUE(eventually([&] { return reader.get("default/new-2").has_value(); }));
 }
 
 TEST_F(KubeClientTest, EventRecorderAggregatesRepeatsOnTheServer) {

@@ -172,6 +172,13 @@ bool Devcluster::restart() {
   return start();
 }
 
+bool Devcluster::restart_with_empty_store() {
+  stop();
+  std::error_code ec;
+  fs::remove_all(dir_.path / "data" / "store", ec);
+  return start();
+}
+
 Config Devcluster::config() const { return load_kubeconfig(kubeconfig_.string()).value(); }
 
 std::shared_ptr<Client> Devcluster::client() const { return Client::create(config()).value(); }

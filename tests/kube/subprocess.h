@@ -55,6 +55,9 @@ class Devcluster {
   const std::string& error() const { return error_; }
   // Stops (SIGTERM) and starts again on the same port and data dir.
   bool restart();
+  // Stops, deletes the object store (keeping the PKI and token, so clients stay valid) and
+  // starts again: a server whose resourceVersions start over, as after restoring a backup.
+  bool restart_with_empty_store();
   void stop();
   bool start();
   std::shared_ptr<Client> client() const;

@@ -94,6 +94,28 @@ TEST(KubeWatcherMachine, GoneRelistsAtOnceFromEveryWatchingPhase) {
   EXPECT_EQ(next_command(r.state).continue_token, "");
 }
 
+// kube-apiserver's answer to a resourceVersion it has not reached (also devcluster's after its
+// data dir was wiped): the resume point means nothing on this server, so re-list.
+TEST(KubeWatcherMachine, TooLargeResourceVersionRelistsButAPlainTimeoutBacksOff) {
+  const char* too_large = R"({"kind":"Status","code":504,"reason":"Timeout","message":"Too large resource version: 90, current: 12",
+    "details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1}})";
+  auto r = step({WatcherPhase::Watching, "", "90"}, RequestFailed{error_from_response(504, too_large)});
+  EXPECT_EQ(r.state.phase, WatcherPhase::Empty);
+  EXPECT_TRUE(r.relist);
+  EXPECT_FALSE(r.back_off);
+  EXPECT_EQ(next_command(r.state).kind, WatcherCommand::Kind::List);
+  WatchEvent ev;
+  ev.type = WatchEventType::Error;
+  ev.object = nlohmann::json::parse(too_large);
+  r = step({WatcherPhase::InitListed, "", "90"}, ev);
+  EXPECT_TRUE(r.relist);
+  // A 504 without that cause is an ordinary transient failure: keep the resume point.
+  r = step({WatcherPhase::Watching, "", "90"},
+           RequestFailed{error_from_response(504, R"({"kind":"Status","code":504,"reason":"Timeout"})")});
+  EXPECT_TRUE(r.back_off);
+  EXPECT_EQ(next_command(r.state).resource_version, "90");
+}
+
 TEST(KubeWatcherMachine, OtherFailuresKeepTheStateAndAskForBackoff) {
   auto transient = RequestFailed{transport_error("connection refused")};
   auto r = step({}, transient);
