@@ -334,6 +334,8 @@ TEST(ScalerAvailabilityTrace, LoadsSailorShapeAndRefusesBadRowsInOneLine) {
                         Case{R"([{"Time": 0}])", "row 0"},
                         Case{R"({"Time": 0, "GPUs": 1})", "JSON array"},
                         Case{R"([])", "no rows"},
+                        Case{R"([{"Time": 0, "GPUs": 4}])", "spans 0 s"},
+                        Case{R"([{"Time": 7, "GPUs": 4}, {"Time": 7, "GPUs": 2}])", "spans 0 s"},
                         Case{"not json", "JSON array"}}) {
     auto p = write("bad.json", c.text);
     const auto r = load_availability_trace(p.string());
