@@ -211,6 +211,50 @@ TEST(ScalerAvailabilityReplay, RefusedGainIsTakenOnceTheDropLeavesTheWindowByHan
   EXPECT_EQ(f.benefit_checks_passed, 1);
 }
 
+// A stopped job pays a restart whatever size it comes back at, so greedy and flextrain come back
+// on all that is free (8), static at its start size (4). 4 GPUs to 100 s, none to 200 s, then 8
+// to 1000 s, restart 60 s:
+//   greedy, flextrain: 100 X4 + (1000 - 260) X8, 1 restart (not: 4 at 200 s, then 8 at 260 s);
+//   static:            100 X4 + (1000 - 260) X4, 1 restart.
+TEST(ScalerAvailabilityReplay, StoppedJobComesBackOnAllFreeGpusUnlessStaticByHand) {
+  std::string skip;
+  const auto at = planner_table("OPT-350", 8, &skip);
+  if (!at) GTEST_SKIP() << skip;
+  const auto& t = *at->table;
+  ASSERT_EQ(t.best_within(4)->gpus, 4);
+  ASSERT_EQ(t.best_within(8)->gpus, 8);
+  const double x4 = 2048 / t.best_within(4)->iteration_s, x8 = 2048 / t.best_within(8)->iteration_s;
+  const std::vector<AvailabilityPoint> trace = {{0, 4}, {100, 0}, {200, 8}, {1000, 8}};
+  for (auto p : {kGreedy, kFlex}) {
+    const auto r = replay_availability(trace, t, params(p, 60, 0.6, 3600));
+    EXPECT_NEAR(r.samples, 100 * x4 + 740 * x8, 1e-6 * r.samples) << availability_policy_name(p);
+    EXPECT_EQ(r.restarts, 1) << availability_policy_name(p);
+    EXPECT_NEAR(r.gpu_hours, (4 * 100.0 + 8 * 800.0) / 3600, 1e-9) << availability_policy_name(p);
+  }
+  const auto st = replay_availability(trace, t, params(kStatic, 60, 0.6, 3600));
+  EXPECT_NEAR(st.samples, 100 * x4 + 740 * x4, 1e-6 * st.samples);
+  EXPECT_EQ(st.restarts, 1);
+  EXPECT_EQ(st.max_held_gpus, 4);
+}
+
+// Static's start size is the size it first ran on, also when nothing fit at the first row:
+// 0 GPUs to 100 s, 4 to 200 s, 0 to 300 s, 8 to 1000 s, restart 60 s. It starts on 4 at 100 s
+// and comes back on 4 (not 8) at 300 s: (200 - 160) X4 + (1000 - 360) X4 = 680 X4, 2 restarts.
+TEST(ScalerAvailabilityReplay, StaticLateStartKeepsItsFirstSizeByHand) {
+  std::string skip;
+  const auto at = planner_table("OPT-350", 8, &skip);
+  if (!at) GTEST_SKIP() << skip;
+  const auto& t = *at->table;
+  ASSERT_EQ(t.best_within(4)->gpus, 4);
+  const double x4 = 2048 / t.best_within(4)->iteration_s;
+  const std::vector<AvailabilityPoint> trace = {{0, 0}, {100, 4}, {200, 0}, {300, 8}, {1000, 8}};
+  const auto st = replay_availability(trace, t, params(kStatic, 60, 0.6, 3600));
+  EXPECT_NEAR(st.samples, 680 * x4, 1e-6 * st.samples);
+  EXPECT_EQ(st.restarts, 2);
+  EXPECT_EQ(st.max_held_gpus, 4);
+  EXPECT_NEAR(st.gpu_hours, (4 * 100.0 + 4 * 700.0) / 3600, 1e-9);
+}
+
 // Without --restart-seconds the restart costs the restart_overhead estimate, by hand: OPT-350M's
 // checkpoint is 14 B per parameter; 8 -> 4 GPUs on 4-GPU nodes is 2 -> 1 nodes:
 // save C / (2 x 2 GB/s) + load C / (1 x 2 GB/s) + init 30 + 0.5 x 1 s.
