@@ -82,6 +82,37 @@ TEST(ScalerAvailabilityTable, OnePlannerPlanPerCountFromTheProfile) {
   EXPECT_LT(t.find(16)->iteration_s, t.find(8)->iteration_s);
 }
 
+// `profiled` names the profile the planner actually uses: the catalog name or any alias of the
+// type finds Sailor's folder (GH200-96 -> GH-96, a100 -> A100-40), and a type Sailor never
+// profiled (H100-80) is the FLOP estimate. The names that find the same profile give the same
+// iteration time, so the flag describes what the planner used.
+TEST(ScalerSailorJobLoader, ProfiledFollowsTheCatalogAliasesAsThePlannerDoes) {
+  const auto prof = flotilla::data_path("sailor/profiles");
+  const auto net = flotilla::data_path("sailor/network");
+  if (!prof || !net) GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  auto iteration_s = [&](const char* gpu, bool* profiled) {
+    const auto l = load_sailor_planner_job("OPT-350", gpu, 2048, prof->string(), net->string());
+    EXPECT_TRUE(l.error.empty()) << l.error;
+    *profiled = l.profiled;
+    const auto pp = make_planner_predictor(l.job);
+    EXPECT_TRUE(pp.error.empty()) << pp.error;
+    return pp.predictor(ParallelConfig{1, 1, 1, 1}).iteration_s;
+  };
+  bool p_gh96 = false, p_gh200 = false, p_gh200_lower = false, p_a100 = false, p_a100_40 = false,
+       p_h100 = true;
+  const double gh96 = iteration_s("GH-96", &p_gh96);
+  EXPECT_TRUE(p_gh96);
+  EXPECT_DOUBLE_EQ(iteration_s("GH200-96", &p_gh200), gh96);
+  EXPECT_TRUE(p_gh200);
+  EXPECT_DOUBLE_EQ(iteration_s("gh200", &p_gh200_lower), gh96);
+  EXPECT_TRUE(p_gh200_lower);
+  EXPECT_DOUBLE_EQ(iteration_s("a100", &p_a100), iteration_s("A100-40", &p_a100_40));
+  EXPECT_TRUE(p_a100);
+  EXPECT_TRUE(p_a100_40);
+  iteration_s("H100-80", &p_h100);
+  EXPECT_FALSE(p_h100);
+}
+
 // --gpus-per-node reaches the planner: on 8-GPU A100-40 nodes OPT-350M's DP-8 all-reduce stays
 // on NVLink (300 GB/s) instead of the 12.5 GB/s inter-node link of the catalog's 4-GPU nodes, so
 // the same dp8 layout iterates faster; a 4-GPU layout, inside one node either way, is unchanged.
