@@ -238,6 +238,8 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
     cases.push_back({"availability --trace /nonexistent.json --model OPT-350 --gpu A100-40", 1, "cannot read"});
     cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu A100-40 --profiles /nonexistent", 1, "profiles"});
     cases.push_back({"availability --trace " + one_row.string() + " --model OPT-350 --gpu A100-40", 1, "spans 0 s"});
+    // The fix is named: the catalog's types.
+    cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu B999", 1, "use a catalog type (A100-40, A100-80, H100-80"});
   }
   for (const auto& c : cases) {
     const auto r = run(c.args);
