@@ -92,9 +92,10 @@ int run_simulate_availability(const std::vector<std::string>& args) {
     return 2;
   };
   std::string trace_path, model_name, gpu, profiles_dir, network_dir, consistency = "relaxed";
-  std::vector<AvailabilityPolicy> policies = {AvailabilityPolicy::static_start,
-                                              AvailabilityPolicy::greedy,
-                                              AvailabilityPolicy::flextrain};
+  const std::vector<AvailabilityPolicy> all_policies = {AvailabilityPolicy::static_start,
+                                                        AvailabilityPolicy::greedy,
+                                                        AvailabilityPolicy::flextrain};
+  std::vector<AvailabilityPolicy> policies = all_policies;
   bool json = false;
   int gpus_per_node = 0, gbs = 2048;
   std::optional<double> restart_s;
@@ -132,7 +133,10 @@ int run_simulate_availability(const std::vector<std::string>& args) {
         return bad("--restart-seconds must be a number of seconds in [0, 10 years], got '" + v + "'");
       restart_s = x;
     } else if (a == "--policy") {
-      if (v == "all") continue;
+      if (v == "all") {  // the last --policy wins, `all` included
+        policies = all_policies;
+        continue;
+      }
       const auto p = parse_availability_policy(v);
       if (!p) return bad("unknown policy '" + v + "': use static, greedy, flextrain or all");
       policies = {*p};

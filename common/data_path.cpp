@@ -31,7 +31,8 @@ std::optional<std::filesystem::path> data_path(const std::string& relative) {
 
 std::string data_missing_message(const std::string& relative) {
   return "measured data not found: " + (configured_root() / relative).string() +
-         " (set FLOTILLA_DATA to the folder holding shared/data, see shared/data/README.md)";
+         " (set FLOTILLA_DATA to the shared/data folder itself, the one with sailor/ and traces/ in it;"
+         " see shared/data/README.md)";
 }
 
 }  // namespace flotilla

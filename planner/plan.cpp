@@ -24,8 +24,12 @@ std::string validate_plan(const Plan& plan, int num_blocks) {
     const Stage& s = plan.stages[i];
     const std::string id = "stage " + std::to_string(i);
     if (s.first_block != expect) {
-      return id + " starts at block " + std::to_string(s.first_block) + " but the previous stage ends at " +
-             std::to_string(expect);
+      // Blocks are named inclusively here, as a Sailor plan's layers_per_stage lists them.
+      return id + " starts at block " + std::to_string(s.first_block) + " but must start at block " +
+             std::to_string(expect) +
+             (expect == 0 ? std::string(" (the embedding)")
+                          : ", right after the previous stage's last block " + std::to_string(expect - 1)) +
+             ": every block in exactly one stage, in order";
     }
     if (s.last_block <= s.first_block) return id + " has no blocks";
     if (s.tp <= 0) return id + " has a non-positive TP degree";
@@ -41,8 +45,9 @@ std::string validate_plan(const Plan& plan, int num_blocks) {
     expect = s.last_block;
   }
   if (expect != num_blocks) {
-    return "stages cover blocks 0.." + std::to_string(expect) + " but the model has " +
-           std::to_string(num_blocks) + " blocks (embedding + layers + head)";
+    return "stages cover blocks 0.." + std::to_string(expect - 1) + " but the model has " +
+           std::to_string(num_blocks) + " blocks, 0.." + std::to_string(num_blocks - 1) +
+           " (embedding + layers + head)";
   }
   return {};
 }

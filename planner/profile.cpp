@@ -112,13 +112,18 @@ const GpuProfile* ProfileSet::find(const ModelSpec& model, std::string_view gpu)
   return nullptr;
 }
 
+const GpuProfile* ProfileSet::find(const ModelSpec& model, const GpuType& gpu) const {
+  const GpuProfile* found = find(model, gpu.name);
+  for (std::size_t i = 0; found == nullptr && i < gpu.aliases.size(); ++i) found = find(model, gpu.aliases[i]);
+  return found;
+}
+
 const GpuProfile* ComputeModel::resolve(const ModelSpec& model, const GpuType& gpu) const {
   if (profiles_ == nullptr || profiles_->all().empty()) return nullptr;
   for (const Resolved& r : resolved_) {
     if (r.gpu == gpu.name && r.model == model.name) return r.profile;
   }
-  const GpuProfile* found = profiles_->find(model, gpu.name);
-  for (std::size_t i = 0; found == nullptr && i < gpu.aliases.size(); ++i) found = profiles_->find(model, gpu.aliases[i]);
+  const GpuProfile* found = profiles_->find(model, gpu);
   resolved_.push_back({model.name, gpu.name, found});
   return found;
 }

@@ -56,6 +56,8 @@ class ProfileSet {
   void add(GpuProfile profile);
   // Matching uses normalize_name() and model aliases ("OPT-350" matches preset OPT-350M).
   const GpuProfile* find(const ModelSpec& model, std::string_view gpu) const;
+  // A catalog type's profile under its name or any alias (Sailor's folder for GH200-96 is GH-96).
+  const GpuProfile* find(const ModelSpec& model, const GpuType& gpu) const;
   const std::vector<GpuProfile>& all() const { return profiles_; }
 
  private:

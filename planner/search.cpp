@@ -403,6 +403,27 @@ SearchResult search_plans(const SearchRequest& request, const EvalContext& conte
   }
   Searcher searcher(request, context, result);
   searcher.run();
+  // Grouped positions can rule out every split that fits: a small GPU may hold one layer at
+  // its in-flight count but not a group (Llama-2-7B at 128 layers on examples/cluster.yaml
+  // fits only with single-layer V100 stages). Before saying nothing fits, search again with
+  // twice the positions (exact once they cover every block), up to kMaxRegroupPositions.
+  SearchRequest finer = request;
+  while (request.options.regroup_when_empty && result.plans.empty() &&
+         result.stats.layers_per_dp_position > 1 &&
+         finer.options.max_stage_dp_positions < kMaxRegroupPositions) {
+    finer.options.max_stage_dp_positions =
+        std::min(2 * finer.options.max_stage_dp_positions, kMaxRegroupPositions);
+    SearchResult retry;
+    Searcher(finer, context, retry).run();
+    retry.stats.dp_runs += result.stats.dp_runs;
+    retry.stats.dp_states += result.stats.dp_states;
+    retry.stats.evaluations += result.stats.evaluations;
+    retry.stats.plans_considered += result.stats.plans_considered;
+    result = std::move(retry);
+  }
+  if (result.plans.empty() && result.stats.layers_per_dp_position > 1)
+    result.failure += " (searched with " + std::to_string(result.stats.layers_per_dp_position) +
+                      " layers per stage-DP position; a split at single layers was not searched)";
   return result;
 }
 

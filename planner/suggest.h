@@ -7,7 +7,9 @@
 //   work, in whole nodes), then GPUs of a larger-memory type from the catalog. Pure.
 // Assumes: the request failed as given (it is not re-checked).
 // Caveats: "more GPUs" doubles a pool until it fits (up to 16x), so the count named is within
-//   2x of the true minimum; each try is a full search, so this costs up to ~20 searches.
+//   2x of the true minimum; each try is a full search, so this costs up to ~20 searches. A
+//   try on a deep model is not regrouped when it finds nothing (search.h), so a change that
+//   needs single-layer stages may be missed or overstated.
 #pragma once
 
 #include <optional>

@@ -118,12 +118,16 @@ class Replay {
         log(now, avail, from, "stop", 0, std::nullopt, d.reason);
       }
     } else if (gpus_ == 0) {
-      const int limit = std::min(avail, start_gpus_);
+      // The restart is paid whatever the size, so greedy and flextrain take all that is free;
+      // static never grows past the allocation it first ran on.
+      const int limit =
+          p_.policy == AvailabilityPolicy::static_start ? std::min(avail, start_gpus_) : avail;
       if (const ScaleEntry* e = table_.best_within(limit)) {
         const double o = estimate_restart_overhead(p_.checkpoint_bytes, 0, e->gpus, p_.restart_s,
                                                    p_.overhead)
                              .total_s();
         hold(*e);
+        if (start_gpus_ == INT_MAX) start_gpus_ = gpus_;  // it could not run at the first row
         restart(now, o);
         log(now, avail, from, "start", o, std::nullopt,
             "a layout fits again on " + std::to_string(limit) + " GPUs");

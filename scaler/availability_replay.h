@@ -10,9 +10,12 @@
 //     entry (samples per second); it holds its GPUs also while restarting, without progress.
 //   - a drop below the GPUs the job holds forces a shrink through decide() (the node-loss path:
 //     best feasible entry on what is left, PP first under strict tables); nothing fits → it
-//     stops and waits. Every policy pays a restart for it.
+//     stops and waits. Every policy pays a restart for it. A stopped job (or one that could not
+//     run at the first row) starts, paying a restart, at the first tick where a layout fits:
+//     greedy and flextrain on the best entry within all free GPUs (the restart is paid anyway,
+//     so no benefit check), static within min(free, the GPUs it first ran on).
 //   - a gain is an opportunity, at the first tick where the job is not restarting:
-//       static    never grows (a stopped job restarts at most at its start size);
+//       static    never grows (a stopped job restarts at most at the size it first ran on);
 //       greedy    decide() without the benefit check: re-plans onto the best entry within all
 //                 free GPUs whenever that is faster, and restarts;
 //       flextrain decide() with the check, λ = drops of availability in the past window

@@ -42,7 +42,10 @@ PlannerPredictor make_planner_predictor(const PlannerJob& job) {
   if (job.network) world->network = *job.network;
   const planner::GpuType* gpu = world->catalog.find(job.gpu_type);
   if (!gpu) {
-    out.error = "unknown GPU type '" + job.gpu_type + "' for the planner-backed predictor";
+    std::string known;
+    for (const planner::GpuType& t : world->catalog.types()) known += (known.empty() ? "" : ", ") + t.name;
+    out.error = "unknown GPU type '" + job.gpu_type + "' for the planner-backed predictor: use a " +
+                "catalog type (" + known + ")";
     return out;
   }
   if (job.initial.cp != 1) {

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "planner/gpu_catalog.h"
 #include "planner/model_spec.h"
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
@@ -32,7 +33,11 @@ SailorJobLoad load_sailor_planner_job(const std::string& model, const std::strin
   out.job.global_batch = global_batch;
   out.job.profiles = std::make_shared<const planner::ProfileSet>(std::move(profiles.value()));
   out.job.network = std::make_shared<const planner::NetworkModel>(std::move(network.value()));
-  out.profiled = out.job.profiles->find(out.job.model, gpu) != nullptr;
+  // As the planner resolves it: the catalog type's name or any alias ("GH200-96" finds GH-96).
+  const auto catalog = planner::builtin_gpu_catalog();
+  const planner::GpuType* type = catalog.find(gpu);
+  out.profiled = (type ? out.job.profiles->find(out.job.model, *type)
+                       : out.job.profiles->find(out.job.model, gpu)) != nullptr;
   return out;
 }
 

@@ -3,8 +3,10 @@
 // disk, for the availability replay's table (availability_table.h).
 //
 // Guarantees: never throws; one error line naming the unknown model, or the directory that could
-//   not be read. `profiled` says whether a measured profile exists for (model, GPU); without one
-//   the planner falls back to its FLOP estimate, which callers should report.
+//   not be read. `profiled` says whether a measured profile exists for (model, GPU), found as
+//   the planner finds it (the catalog type's name or any alias: GH200-96 uses Sailor's GH-96
+//   folder, "a100" the A100-40 one); without one the planner falls back to its FLOP estimate,
+//   which callers should report.
 // Assumes: the caller resolves the directories (common/data_path.h), so this stays free of the
 //   environment.
 #pragma once

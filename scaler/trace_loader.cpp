@@ -207,6 +207,14 @@ AvailabilityLoad load_availability_trace(const std::string& path) {
     last = t;
     out.points.push_back({t, static_cast<int>(g)});
   }
+  // The replay ends at the last row: with every row at one time there is nothing to replay,
+  // and an all-zero result would look like a measurement.
+  if (out.points.back().time_s == out.points.front().time_s) {
+    out.error = "availability trace " + path + " spans 0 s (every row at Time " +
+                std::to_string(out.points.front().time_s) +
+                "); it needs a later row, the replay ends at the last row's Time";
+    out.points.clear();
+  }
   return out;
 }
 

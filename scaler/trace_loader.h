@@ -16,7 +16,8 @@
 //   [0, kMaxTraceSeconds] (10 years): a larger one is a unit or typo error (1e300 s would also
 //   overflow every sum downstream), refused with one line naming the file, the row and the limit.
 // Availability traces (Sailor): a JSON array `[{"Time": s, "GPUs": n}, ...]`, times
-//   non-decreasing; the GPUs free to one job from that time until the next row.
+//   non-decreasing, the last later than the first (a trace spanning 0 s is refused); the GPUs
+//   free to one job from that time until the next row.
 //   `auto:<trace>` is resolved by the caller with auto_cluster().
 // Guarantees: never throws; errors come back as one line naming the file, the line and the fix.
 #pragma once

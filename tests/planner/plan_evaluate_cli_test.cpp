@@ -113,6 +113,24 @@ TEST(PlanEvaluateCli, BadInputGetsOneLineAndNonZeroExit) {
   EXPECT_EQ(ok.rc, 0) << ok.err;
 }
 
+// A layer map that misses or repeats a block names the blocks as the plan lists them
+// (inclusive): OPT-350M has 26 blocks, 0..25.
+TEST(PlanEvaluateCli, LayerMapGapsAndOverlapsNameInclusiveBlocks) {
+  const std::string tmp = R"("tmp_per_stage":[[[[["A100-40",4,"z"]],4]],[[[["A100-40",4,"z"]],4]]],"dp":[1,1]}],"mbs":1,"gbs":8})";
+  const std::string gap = R"({"pipeline_list":[{"num_stages":2,"layers_per_stage":[[0,1,2],[3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24]],)" + tmp;
+  const std::string overlap = R"({"pipeline_list":[{"num_stages":2,"layers_per_stage":[[0,1,2],[2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],)" + tmp;
+  CliRun r = run_cli("--sailor-plan " + write_temp("gap", gap) + " --model opt-350m");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("stages cover blocks 0..24 but the model has 26 blocks, 0..25"), std::string::npos) << r.err;
+  r = run_cli("--sailor-plan " + write_temp("overlap", overlap) + " --model opt-350m");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("stage 1 starts at block 2 but must start at block 3, right after the previous "
+                       "stage's last block 2"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+}
+
 // OPT-350M as one stage of TP 4 on a GH200 node, mbs 1 (one micro-batch in flight).
 constexpr const char* kOpt350OneStageTp4 =
     R"({"pipeline_list":[{"num_stages":1,"layers_per_stage":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]],

@@ -195,6 +195,35 @@ TEST(StageDpTest, GroupedLayersStayWithinTwoPercentOfExact) {
   }
 }
 
+// Grouping must not turn a model that fits into "fits nowhere". Llama-2-7B widths at 128 layers
+// on examples/cluster.yaml's GPUs fit only in pipelines whose V100 stages hold one layer at
+// their in-flight count (the exact DP finds an 11-stage plan); two layers per position (128
+// layers > 126) hid all of them. The search must regroup finer and return feasible, whole plans
+// that also agree with an exact search's best to 1e-9.
+TEST(StageDpTest, GroupingThatHidesEveryFittingSplitIsSearchedAgainFiner) {
+  World world;
+  SearchRequest request = deep_request(128, {pool("A100-40", 20, 8), pool("V100-16", 24, 4)});
+  request.model = *find_preset("llama-2-7b");
+  request.model.num_layers = 128;
+  const SearchResult result = search_plans(request, world.context());
+  expect_whole_and_feasible(request, result, world.context());
+  EXPECT_EQ(result.stats.layers_per_dp_position, 1);  // 256 positions cover 130 blocks
+  SearchRequest exact_request = request;
+  exact_request.options.max_stage_dp_positions = 0;
+  const SearchResult exact = search_plans(exact_request, world.context());
+  ASSERT_FALSE(exact.plans.empty()) << exact.failure;
+  EXPECT_NEAR(result.plans.front().evaluation.iter_seconds,
+              exact.plans.front().evaluation.iter_seconds,
+              1e-9 * exact.plans.front().evaluation.iter_seconds);
+  // A model that fits nowhere even exactly (1024 such layers) is regrouped up to
+  // kMaxRegroupPositions, still grouped there, and the failure says so.
+  request.model.num_layers = 1024;
+  const SearchResult none = search_plans(request, world.context());
+  EXPECT_TRUE(none.plans.empty());
+  EXPECT_EQ(none.stats.layers_per_dp_position, 3);  // ceil(1024 / 510)
+  EXPECT_NE(none.failure.find("3 layers per stage-DP position"), std::string::npos) << none.failure;
+}
+
 // What the operator's reconcile loop needs: a 1000-layer model on mixed GPUs plans through the
 // library (no CLI cap in the way) well within a minute; ~0.2 s on the 2-core dev machine.
 TEST(StageDpTest, ThousandLayerModelPlansWithinAGenerousBound) {

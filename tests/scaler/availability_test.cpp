@@ -82,6 +82,37 @@ TEST(ScalerAvailabilityTable, OnePlannerPlanPerCountFromTheProfile) {
   EXPECT_LT(t.find(16)->iteration_s, t.find(8)->iteration_s);
 }
 
+// `profiled` names the profile the planner actually uses: the catalog name or any alias of the
+// type finds Sailor's folder (GH200-96 -> GH-96, a100 -> A100-40), and a type Sailor never
+// profiled (H100-80) is the FLOP estimate. The names that find the same profile give the same
+// iteration time, so the flag describes what the planner used.
+TEST(ScalerSailorJobLoader, ProfiledFollowsTheCatalogAliasesAsThePlannerDoes) {
+  const auto prof = flotilla::data_path("sailor/profiles");
+  const auto net = flotilla::data_path("sailor/network");
+  if (!prof || !net) GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  auto iteration_s = [&](const char* gpu, bool* profiled) {
+    const auto l = load_sailor_planner_job("OPT-350", gpu, 2048, prof->string(), net->string());
+    EXPECT_TRUE(l.error.empty()) << l.error;
+    *profiled = l.profiled;
+    const auto pp = make_planner_predictor(l.job);
+    EXPECT_TRUE(pp.error.empty()) << pp.error;
+    return pp.predictor(ParallelConfig{1, 1, 1, 1}).iteration_s;
+  };
+  bool p_gh96 = false, p_gh200 = false, p_gh200_lower = false, p_a100 = false, p_a100_40 = false,
+       p_h100 = true;
+  const double gh96 = iteration_s("GH-96", &p_gh96);
+  EXPECT_TRUE(p_gh96);
+  EXPECT_DOUBLE_EQ(iteration_s("GH200-96", &p_gh200), gh96);
+  EXPECT_TRUE(p_gh200);
+  EXPECT_DOUBLE_EQ(iteration_s("gh200", &p_gh200_lower), gh96);
+  EXPECT_TRUE(p_gh200_lower);
+  EXPECT_DOUBLE_EQ(iteration_s("a100", &p_a100), iteration_s("A100-40", &p_a100_40));
+  EXPECT_TRUE(p_a100);
+  EXPECT_TRUE(p_a100_40);
+  iteration_s("H100-80", &p_h100);
+  EXPECT_FALSE(p_h100);
+}
+
 // --gpus-per-node reaches the planner: on 8-GPU A100-40 nodes OPT-350M's DP-8 all-reduce stays
 // on NVLink (300 GB/s) instead of the 12.5 GB/s inter-node link of the catalog's 4-GPU nodes, so
 // the same dp8 layout iterates faster; a 4-GPU layout, inside one node either way, is unchanged.
@@ -211,6 +242,50 @@ TEST(ScalerAvailabilityReplay, RefusedGainIsTakenOnceTheDropLeavesTheWindowByHan
   EXPECT_EQ(f.benefit_checks_passed, 1);
 }
 
+// A stopped job pays a restart whatever size it comes back at, so greedy and flextrain come back
+// on all that is free (8), static at its start size (4). 4 GPUs to 100 s, none to 200 s, then 8
+// to 1000 s, restart 60 s:
+//   greedy, flextrain: 100 X4 + (1000 - 260) X8, 1 restart (not: 4 at 200 s, then 8 at 260 s);
+//   static:            100 X4 + (1000 - 260) X4, 1 restart.
+TEST(ScalerAvailabilityReplay, StoppedJobComesBackOnAllFreeGpusUnlessStaticByHand) {
+  std::string skip;
+  const auto at = planner_table("OPT-350", 8, &skip);
+  if (!at) GTEST_SKIP() << skip;
+  const auto& t = *at->table;
+  ASSERT_EQ(t.best_within(4)->gpus, 4);
+  ASSERT_EQ(t.best_within(8)->gpus, 8);
+  const double x4 = 2048 / t.best_within(4)->iteration_s, x8 = 2048 / t.best_within(8)->iteration_s;
+  const std::vector<AvailabilityPoint> trace = {{0, 4}, {100, 0}, {200, 8}, {1000, 8}};
+  for (auto p : {kGreedy, kFlex}) {
+    const auto r = replay_availability(trace, t, params(p, 60, 0.6, 3600));
+    EXPECT_NEAR(r.samples, 100 * x4 + 740 * x8, 1e-6 * r.samples) << availability_policy_name(p);
+    EXPECT_EQ(r.restarts, 1) << availability_policy_name(p);
+    EXPECT_NEAR(r.gpu_hours, (4 * 100.0 + 8 * 800.0) / 3600, 1e-9) << availability_policy_name(p);
+  }
+  const auto st = replay_availability(trace, t, params(kStatic, 60, 0.6, 3600));
+  EXPECT_NEAR(st.samples, 100 * x4 + 740 * x4, 1e-6 * st.samples);
+  EXPECT_EQ(st.restarts, 1);
+  EXPECT_EQ(st.max_held_gpus, 4);
+}
+
+// Static's start size is the size it first ran on, also when nothing fit at the first row:
+// 0 GPUs to 100 s, 4 to 200 s, 0 to 300 s, 8 to 1000 s, restart 60 s. It starts on 4 at 100 s
+// and comes back on 4 (not 8) at 300 s: (200 - 160) X4 + (1000 - 360) X4 = 680 X4, 2 restarts.
+TEST(ScalerAvailabilityReplay, StaticLateStartKeepsItsFirstSizeByHand) {
+  std::string skip;
+  const auto at = planner_table("OPT-350", 8, &skip);
+  if (!at) GTEST_SKIP() << skip;
+  const auto& t = *at->table;
+  ASSERT_EQ(t.best_within(4)->gpus, 4);
+  const double x4 = 2048 / t.best_within(4)->iteration_s;
+  const std::vector<AvailabilityPoint> trace = {{0, 0}, {100, 4}, {200, 0}, {300, 8}, {1000, 8}};
+  const auto st = replay_availability(trace, t, params(kStatic, 60, 0.6, 3600));
+  EXPECT_NEAR(st.samples, 680 * x4, 1e-6 * st.samples);
+  EXPECT_EQ(st.restarts, 2);
+  EXPECT_EQ(st.max_held_gpus, 4);
+  EXPECT_NEAR(st.gpu_hours, (4 * 100.0 + 4 * 700.0) / 3600, 1e-9);
+}
+
 // Without --restart-seconds the restart costs the restart_overhead estimate, by hand: OPT-350M's
 // checkpoint is 14 B per parameter; 8 -> 4 GPUs on 4-GPU nodes is 2 -> 1 nodes:
 // save C / (2 x 2 GB/s) + load C / (1 x 2 GB/s) + init 30 + 0.5 x 1 s.
@@ -334,6 +409,8 @@ TEST(ScalerAvailabilityTrace, LoadsSailorShapeAndRefusesBadRowsInOneLine) {
                         Case{R"([{"Time": 0}])", "row 0"},
                         Case{R"({"Time": 0, "GPUs": 1})", "JSON array"},
                         Case{R"([])", "no rows"},
+                        Case{R"([{"Time": 0, "GPUs": 4}])", "spans 0 s"},
+                        Case{R"([{"Time": 7, "GPUs": 4}, {"Time": 7, "GPUs": 2}])", "spans 0 s"},
                         Case{"not json", "JSON array"}}) {
     auto p = write("bad.json", c.text);
     const auto r = load_availability_trace(p.string());

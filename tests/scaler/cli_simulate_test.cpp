@@ -191,6 +191,29 @@ TEST(ScalerCliSimulateAvailability, ShortGainByHandThroughTheBinary) {
   fs::remove(trace);
 }
 
+// The last --policy wins: `greedy` then `all` replays all three, `all` then `greedy` only greedy.
+TEST(ScalerCliSimulateAvailability, LastPolicyFlagWinsAllIncluded) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
+  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
+    GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  const auto trace = write("policies.json", R"([{"Time":0,"GPUs":4},{"Time":600,"GPUs":2}])");
+  const std::string base = "availability --trace " + trace.string() +
+                           " --model OPT-350 --gpu A100-40 --restart-seconds 60 --json";
+  for (const auto& [flags, expected] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {" --policy greedy --policy all", {"static", "greedy", "flextrain"}},
+           {" --policy all --policy greedy", {"greedy"}},
+           {" --policy static --policy flextrain", {"flextrain"}}}) {
+    const auto r = run(base + flags);
+    ASSERT_EQ(r.status, 0) << flags << "\n" << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    std::vector<std::string> got;
+    for (const auto& p : j["policies"]) got.push_back(p["policy"]);
+    EXPECT_EQ(got, expected) << flags;
+  }
+  fs::remove(trace);
+}
+
 TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
   struct Case {
@@ -200,6 +223,7 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
   };
   const auto absurd = write("absurd.json", R"([{"Time":0,"GPUs":4},{"Time":1e300,"GPUs":2}])");
   const auto ok = write("ok.json", R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":2}])");
+  const auto one_row = write("one_row.json", R"([{"Time":0,"GPUs":4}])");
   const bool data = flotilla::data_path("sailor/profiles") && flotilla::data_path("sailor/network");
   std::vector<Case> cases = {
       {"availability --model OPT-350 --gpu A100-40", 2, "are required"},
@@ -213,6 +237,9 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
     cases.push_back({"availability --trace " + absurd.string() + " --model OPT-350 --gpu A100-40", 1, "row 1"});
     cases.push_back({"availability --trace /nonexistent.json --model OPT-350 --gpu A100-40", 1, "cannot read"});
     cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu A100-40 --profiles /nonexistent", 1, "profiles"});
+    cases.push_back({"availability --trace " + one_row.string() + " --model OPT-350 --gpu A100-40", 1, "spans 0 s"});
+    // The fix is named: the catalog's types.
+    cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu B999", 1, "use a catalog type (A100-40, A100-80, H100-80"});
   }
   for (const auto& c : cases) {
     const auto r = run(c.args);
@@ -222,4 +249,5 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
   }
   fs::remove(absurd);
   fs::remove(ok);
+  fs::remove(one_row);
 }
