@@ -32,7 +32,7 @@ const char* kAvailabilityUsage =
     "usage: flotilla simulate availability --trace FILE --model NAME --gpu TYPE\n"
     "         [--gpus-per-node K] [--restart-seconds S] [--policy static|greedy|flextrain|all]\n"
     "         [--gbs N] [--consistency relaxed|strict] [--p-th P] [--window-h H]\n"
-    "         [--profiles DIR] [--network DIR] [--json]\n"
+    "         [--tp T] [--attention flash|materialized] [--profiles DIR] [--network DIR] [--json]\n"
     "  One job; the GPUs free to it follow FILE ([{\"Time\": s, \"GPUs\": n}], e.g.\n"
     "  $FLOTILLA_DATA/sailor/availability/a100_trace.json). The plan for each GPU count is the\n"
     "  planner's best (evaluate() with Sailor's profiles). A drop below the GPUs in use forces a\n"
@@ -46,7 +46,11 @@ const char* kAvailabilityUsage =
     "  --restart-seconds  a measured restart time; default: the restart_overhead estimate\n"
     "                     (checkpoint 14 B/param saved and loaded at 2 GB/s per node, plus\n"
     "                     30 s + 0.5 s per node of init)\n"
+    "  --tp               tensor parallelism of every plan (default: of 1, 2, 4, ... up to the\n"
+    "                     node size, the one that fits on the fewest GPUs, the smaller on a tie)\n"
     "  --gbs              global batch in samples, micro-batch 1 (default 2048)\n"
+    "  --attention        flash (default, as `flotilla plan`: on GPUs that support it, Ampere and\n"
+    "                     newer; materialised scores elsewhere) or materialized (Sailor's runs)\n"
     "  --profiles/--network  default $FLOTILLA_DATA/sailor/profiles and .../network\n";
 
 nlohmann::json benefit_json(const BenefitDecision& b) {
@@ -97,7 +101,8 @@ int run_simulate_availability(const std::vector<std::string>& args) {
                                                         AvailabilityPolicy::flextrain};
   std::vector<AvailabilityPolicy> policies = all_policies;
   bool json = false;
-  int gpus_per_node = 0, gbs = 2048;
+  bool flash_attention = true;  // as `flotilla plan`; evaluate() applies it per GPU type
+  int gpus_per_node = 0, gbs = 2048, tp = 0;  // tp 0: the smallest that fits
   std::optional<double> restart_s;
   AvailabilityReplayParams params;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -113,7 +118,7 @@ int run_simulate_availability(const std::vector<std::string>& args) {
     static const char* const kFlags[] = {"--trace",  "--model",    "--gpu",     "--gpus-per-node",
                                          "--restart-seconds", "--policy", "--gbs",
                                          "--consistency", "--p-th", "--window-h", "--profiles",
-                                         "--network"};
+                                         "--network", "--attention", "--tp"};
     if (std::find(std::begin(kFlags), std::end(kFlags), a) == std::end(kFlags))
       return bad("unknown option '" + a + "' (see --help)");
     if (i + 1 >= args.size()) return bad(a + " needs a value (see --help)");
@@ -124,7 +129,15 @@ int run_simulate_availability(const std::vector<std::string>& args) {
     else if (a == "--gpu") gpu = v;
     else if (a == "--profiles") profiles_dir = v;
     else if (a == "--network") network_dir = v;
-    else if (a == "--gpus-per-node") {
+    else if (a == "--attention") {
+      if (v == "flash") flash_attention = true;
+      else if (v == "materialized") flash_attention = false;
+      else return bad("--attention must be flash or materialized, got '" + v + "'");
+    }
+    else if (a == "--tp") {
+      if (!parse_whole(v, 1, 64, x)) return bad("--tp must be a whole number in [1, 64], got '" + v + "'");
+      tp = static_cast<int>(x);
+    } else if (a == "--gpus-per-node") {
       if (!parse_whole(v, 1, 1024, x))
         return bad("--gpus-per-node must be a whole number in [1, 1024], got '" + v + "'");
       gpus_per_node = static_cast<int>(x);
@@ -184,10 +197,25 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   if (!loaded.error.empty()) return bad(loaded.error), 1;
   PlannerJob& job = loaded.job;
   job.gpus_per_node = gpus_per_node;
+  job.options.flash_attention = flash_attention;
   int max_gpus = 0;
   for (const auto& p : trace.points) max_gpus = std::max(max_gpus, p.gpus);
-  const auto at = build_availability_table(
-      job, max_gpus, consistency == "strict" ? Consistency::strict : Consistency::relaxed);
+  const Consistency cons = consistency == "strict" ? Consistency::strict : Consistency::relaxed;
+  // Without --tp: the TP (1, 2, 4, ... up to the node size; Sailor profiles Llama-3-8B on A100-40
+  // at TP 2 and 4 only) whose table fits on the fewest GPUs, the smaller TP on a tie.
+  const planner::GpuType* gpu_type = planner::builtin_gpu_catalog().find(gpu);
+  const int node = gpus_per_node > 0 ? gpus_per_node : gpu_type ? gpu_type->gpus_per_node : 1;
+  AvailabilityTable at;
+  for (int t = tp > 0 ? tp : 1; t <= (tp > 0 ? tp : std::min(node, max_gpus)); t *= 2) {
+    if (at.table && at.table->entries.front().gpus <= t) break;  // a larger TP cannot fit on fewer
+    job.initial.tp = t;
+    auto tried = build_availability_table(job, max_gpus, cons);
+    const bool fewer = tried.table && (!at.table || tried.table->entries.front().gpus <
+                                                       at.table->entries.front().gpus);
+    if (fewer || (!at.table && at.error.empty())) at = std::move(tried);
+  }
+  if (!at.table && tp == 0 && node > 1)
+    at.error += " (also tried TP 2 to " + std::to_string(std::min(node, max_gpus)) + ")";
   if (!at.table) return bad(at.error), 1;
   const ScaleTable& table = *at.table;
 
@@ -224,6 +252,8 @@ int run_simulate_availability(const std::vector<std::string>& args) {
                           {"gpus_per_node", params.overhead.gpus_per_node},
                           {"global_batch", gbs},
                           {"consistency", consistency},
+                          {"tp", at.model.initial.tp},
+                          {"attention", flash_attention ? "flash" : "materialized"},
                           {"profiled", profiled},
                           {"restart", restart_s ? nlohmann::json(*restart_s) : nlohmann::json("estimate")},
                           {"window_s", params.window_s},
@@ -240,9 +270,9 @@ int run_simulate_availability(const std::vector<std::string>& args) {
               max_gpus);
   char restart_text[64] = "estimated per transition";
   if (restart_s) std::snprintf(restart_text, sizeof restart_text, "%g s", *restart_s);
-  std::printf("job %s on %s (%s), global batch %d, %s; restart %s; λ window %.2f h, P_th %.2f\n",
+  std::printf("job %s on %s (%s), global batch %d, %s, TP %d, %s attention; restart %s; λ window %.2f h, P_th %.2f\n",
               job.model.name.c_str(), gpu.c_str(), profiled ? "Sailor profile" : "FLOP estimate, no profile",
-              gbs, consistency.c_str(), restart_text, params.window_s / 3600,
+              gbs, consistency.c_str(), at.model.initial.tp, flash_attention ? "flash" : "materialized", restart_text, params.window_s / 3600,
               params.benefit.threshold_probability);
   std::printf("  plans:");
   for (const auto& e : table.entries)

@@ -141,17 +141,6 @@ LayerTimes ComputeModel::estimate_block_times(const ModelSpec& model, const GpuT
   return t;
 }
 
-bool ComputeModel::has_profile(const ModelSpec& model, std::string_view gpu, int tp) const {
-  if (profiles_ == nullptr) return false;
-  const GpuProfile* p = profiles_->find(model, gpu);
-  if (p == nullptr) return false;
-  for (const auto& [mbs, by_tp] : p->by_mbs_tp) {
-    auto it = by_tp.find(tp);
-    if (it != by_tp.end() && static_cast<int>(it->second.size()) == model.num_blocks()) return true;
-  }
-  return false;
-}
-
 LayerTimes ComputeModel::block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
                                      int micro_batch_size) const {
   const GpuProfile* p = resolve(model, gpu);

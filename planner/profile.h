@@ -76,7 +76,6 @@ class ComputeModel {
   // The FLOP estimate alone (used by calibration and when no profile exists).
   static LayerTimes estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block,
                                          int tp, int micro_batch_size);
-  bool has_profile(const ModelSpec& model, std::string_view gpu, int tp) const;
 
  private:
   const GpuProfile* resolve(const ModelSpec& model, const GpuType& gpu) const;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -195,8 +196,11 @@ AvailabilityLoad load_availability_trace(const std::string& path) {
       out.error = e;
       return out;
     }
-    if (!(g == std::floor(g) && g >= 0 && g <= kMaxGpuCount)) {
-      out.error = where + ": GPUs must be a whole number in [0, 2^20]";
+    if (!(g == std::floor(g) && g >= 0 && g <= kMaxAvailabilityGpus)) {
+      std::ostringstream os;
+      os << where << ": GPUs must be a whole number in [0, " << kMaxAvailabilityGpus
+         << "] (GPUs one job may be offered); got " << std::setprecision(17) << g;
+      out.error = os.str();
       return out;
     }
     if (t < last) {

@@ -17,7 +17,8 @@
 //   overflow every sum downstream), refused with one line naming the file, the row and the limit.
 // Availability traces (Sailor): a JSON array `[{"Time": s, "GPUs": n}, ...]`, times
 //   non-decreasing, the last later than the first (a trace spanning 0 s is refused); the GPUs
-//   free to one job from that time until the next row.
+//   free to one job from that time until the next row, a whole number in
+//   [0, kMaxAvailabilityGpus] (16,384; a larger one is refused naming the file, row and limit).
 //   `auto:<trace>` is resolved by the caller with auto_cluster().
 // Guarantees: never throws; errors come back as one line naming the file, the line and the fix.
 #pragma once
@@ -42,6 +43,11 @@ struct ClusterLoad {
 };
 
 inline constexpr double kMaxTraceSeconds = 10 * 365.25 * 86400;  // 10 years
+// GPUs one availability row may offer one job: the largest single training run published
+// (Llama 3 405B, 16,384 H100s); Sailor's traces offer at most 16. The replay plans every count
+// up to the trace's maximum, so its time grows with it (OPT-350M on A100-40, 2 cores: 16,384
+// takes ~12 s, 65,536 ~30 s, as long as the 2^20 a review found); a larger count is refused.
+inline constexpr int kMaxAvailabilityGpus = 16384;
 
 struct AvailabilityLoad {
   std::vector<AvailabilityPoint> points;

@@ -224,6 +224,7 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
   const auto absurd = write("absurd.json", R"([{"Time":0,"GPUs":4},{"Time":1e300,"GPUs":2}])");
   const auto ok = write("ok.json", R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":2}])");
   const auto one_row = write("one_row.json", R"([{"Time":0,"GPUs":4}])");
+  const auto huge = write("huge.json", R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":1048576}])");
   const bool data = flotilla::data_path("sailor/profiles") && flotilla::data_path("sailor/network");
   std::vector<Case> cases = {
       {"availability --model OPT-350 --gpu A100-40", 2, "are required"},
@@ -232,12 +233,15 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
       {"availability --trace t.json --model OPT-350 --gpu A100-40 --restart-seconds -1", 2, "--restart-seconds"},
       {"availability --trace t.json --model no-such --gpu A100-40", 2, "unknown model"},
       {"availability --trace t.json --model OPT-350 --gpu A100-40 --bogus 1", 2, "unknown option"},
+      {"availability --trace t.json --model OPT-350 --gpu A100-40 --attention fused", 2, "--attention must be flash or materialized"},
+      {"availability --trace t.json --model OPT-350 --gpu A100-40 --tp 0", 2, "--tp"},
   };
   if (data) {
     cases.push_back({"availability --trace " + absurd.string() + " --model OPT-350 --gpu A100-40", 1, "row 1"});
     cases.push_back({"availability --trace /nonexistent.json --model OPT-350 --gpu A100-40", 1, "cannot read"});
     cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu A100-40 --profiles /nonexistent", 1, "profiles"});
     cases.push_back({"availability --trace " + one_row.string() + " --model OPT-350 --gpu A100-40", 1, "spans 0 s"});
+    cases.push_back({"availability --trace " + huge.string() + " --model OPT-350 --gpu A100-40", 1, "row 1: GPUs must be a whole number in [0, 16384]"});
     // The fix is named: the catalog's types.
     cases.push_back({"availability --trace " + ok.string() + " --model OPT-350 --gpu B999", 1, "use a catalog type (A100-40, A100-80, H100-80"});
   }
@@ -250,4 +254,29 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
   fs::remove(absurd);
   fs::remove(ok);
   fs::remove(one_row);
+  fs::remove(huge);
+}
+
+// Llama-3-8B on 16 A100-40s: with the default (flash attention, as `flotilla plan`) and TP picked
+// among 1, 2, 4 it runs, at TP 4 (TP 1 and 2 need over 40 GB on the first stage of a time-balanced
+// split: ~1.4 GB of activations per layer and micro-batch at TP 1); materialised scores (5*a*s^2/t
+// = 2.7 GB per layer even at TP 4) fit nowhere, in one line.
+TEST(ScalerCliSimulateAvailability, LlamaRunsWithFlashAttentionByDefault) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
+  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
+    GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  const auto trace = write("llama.json", R"([{"Time":0,"GPUs":16},{"Time":600,"GPUs":8},{"Time":1200,"GPUs":8}])");
+  const std::string base = "availability --trace " + trace.string() + " --model LLAMA-3-8 --gpu A100-40 --restart-seconds 60";
+  const auto r = run(base + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["attention"], "flash");
+  EXPECT_EQ(j["tp"], 4);
+  ASSERT_FALSE(j["plans"].empty());
+  EXPECT_EQ(j["plans"].front()["gpus"], 8);  // 4 GPUs would hold all 32 layers on one TP-4 stage
+  const auto m = run(base + " --attention materialized");
+  EXPECT_EQ(m.status, 1) << m.out;
+  EXPECT_NE(m.out.find("no layout of Llama-3-8B on A100-40 fits"), std::string::npos) << m.out;
+  EXPECT_EQ(std::count(m.out.begin(), m.out.end(), '\n'), 1) << m.out;
+  fs::remove(trace);
 }

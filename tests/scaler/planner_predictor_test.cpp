@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "planner/memory_model.h"
 #include "planner/model_spec.h"
 #include "scaler/modeling_predictor.h"
 #include "scaler/planner_predictor.h"
@@ -63,4 +64,42 @@ TEST(ScalerPlannerPredictor, InfeasibleLayoutsAreErrorsNotCrashes) {
   EXPECT_NE(make_planner_predictor(bad_gpu).error.find("unknown GPU"), std::string::npos);
   // A batch that DP does not divide is infeasible, not a crash.
   EXPECT_FALSE(make_planner_predictor(job("gpt-neo-2.7b", {2, 2, 1, 1})).predictor({3, 2, 1, 1}).feasible);
+}
+
+// Llama-3-8B (s = 8192, a = 32, h = 4096) on A100-40 at dp1/pp3/tp4, micro-batch 1: with
+// materialised scores every layer keeps 5*a*s^2/t = 2.68 GB of scores per micro-batch, so the
+// first stage (3 micro-batches in flight, ~10 layers) is far over 40 GB; FlashAttention (the
+// default of `flotilla plan` and of `flotilla simulate availability`) drops exactly that term
+// for 4*a*s/t of softmax statistics, and the stage fits. Bounds computed here, not printed.
+TEST(ScalerPlannerPredictor, LlamaFitsA100OnlyWithFlashAttentionByHand) {
+  PlannerJob j;
+  j.model = *planner::find_preset("LLAMA-3-8");
+  j.gpu_type = "A100-40";
+  j.global_batch = 2048;
+  j.initial = {1, 1, 4, 1};
+  const ParallelConfig c{1, 3, 4, 1};
+  j.options.flash_attention = true;
+  const auto flash = make_planner_predictor(j).predictor(c);
+  j.options.flash_attention = false;
+  const auto materialized = make_planner_predictor(j).predictor(c);
+  const double s = 8192, a = 32, h = 4096, t = 4, gpu_bytes = 40.0 * (1ull << 30);
+  ASSERT_TRUE(flash.feasible) << flash.infeasible_reason;
+  EXPECT_FALSE(materialized.feasible);
+  ASSERT_EQ(flash.layers_per_stage, materialized.layers_per_stage);
+  ASSERT_EQ(flash.peak_bytes_per_stage.size(), 3u);
+  const int layers0 = flash.layers_per_stage[0] - 1;  // block 0 is the embedding
+  // Stage 0 holds 3 micro-batches: the score term x 3 x its layers, minus flash's statistics.
+  const double scores_minus_stats = 3.0 * layers0 * (5 * a * s * s / t - 4 * a * s / t);
+  // The allocator's fragmentation (3.5 % of dynamic bytes, calibrated on Clariden) scales it too.
+  const double fragmentation = 1 + planner::default_memory_constants().allocator_fraction;
+  EXPECT_NEAR(materialized.peak_bytes_per_stage[0] - flash.peak_bytes_per_stage[0],
+              fragmentation * scores_minus_stats, 1e-6 * scores_minus_stats);
+  EXPECT_GT(materialized.peak_bytes_per_stage[0], 3 * layers0 * 5 * a * s * s / t);
+  for (double peak : flash.peak_bytes_per_stage) EXPECT_LT(peak, gpu_bytes);
+  // Lower bound on stage 0 with flash: fp16 weights + grads + Adam (>= 16 B/param) of its
+  // layers at t = 4 plus 3 micro-batches of Korthikanti's linear terms with GQA (r = 1/4,
+  // SwiGLU 8*14336/4096): s*h*(10 + (4 + 4r + 28)/t) per layer.
+  const double layer_params = h * (h + 2 * 1024) + h * h + 3 * h * 14336;
+  const double lower = layers0 * (16 * layer_params / t + 3 * s * h * (10 + 33 / t));
+  EXPECT_GT(flash.peak_bytes_per_stage[0], lower);
 }

@@ -131,3 +131,24 @@ TEST(ScalerTraceLoader, RealTracesLoad) {
   ASSERT_TRUE(c.error.empty()) << c.error;
   EXPECT_GT(c.nodes.size(), 1000u);
 }
+
+// A row offering more GPUs than kMaxAvailabilityGpus (2^20 took ~31 s to plan) is refused in one
+// line naming the file, the row and the limit; the limit itself loads.
+TEST(ScalerTraceLoader, AbsurdAvailabilityGpuCountsAreRefusedWithFileRowAndLimit) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto big = dir / ("flotilla_avail_big_" + std::to_string(::getpid()) + ".json");
+  const auto edge = dir / ("flotilla_avail_edge_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(big) << R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":1048576}])";
+  std::ofstream(edge) << R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":16384}])";
+  const auto r = flotilla::scaler::load_availability_trace(big.string());
+  EXPECT_NE(r.error.find(big.string() + " row 1"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("[0, 16384]"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("1048576"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find('\n'), std::string::npos);
+  const auto ok = flotilla::scaler::load_availability_trace(edge.string());
+  EXPECT_TRUE(ok.error.empty()) << ok.error;
+  ASSERT_EQ(ok.points.size(), 2u);
+  EXPECT_EQ(ok.points[1].gpus, 16384);
+  std::filesystem::remove(big);
+  std::filesystem::remove(edge);
+}
