@@ -4,7 +4,6 @@
 // scaler/availability_table.h (planner's best plan per count) and scaler/availability_replay.h.
 // See docs/simulator.md, "Availability replay".
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -201,29 +200,18 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   int max_gpus = 0;
   for (const auto& p : trace.points) max_gpus = std::max(max_gpus, p.gpus);
   const Consistency cons = consistency == "strict" ? Consistency::strict : Consistency::relaxed;
-  // Without --tp: the TP (1, 2, 4, ... up to the node size; Sailor profiles Llama-3-8B on A100-40
-  // at TP 2 and 4 only) whose table fits on the fewest GPUs, the smaller TP on a tie.
+  // Without --tp the core picks the TP that fits on the fewest GPUs (Sailor profiles Llama-3-8B
+  // on A100-40 at TP 2 and 4 only).
   const planner::GpuType* gpu_type = planner::builtin_gpu_catalog().find(gpu);
   const int node = gpus_per_node > 0 ? gpus_per_node : gpu_type ? gpu_type->gpus_per_node : 1;
-  AvailabilityTable at;
-  for (int t = tp > 0 ? tp : 1; t <= (tp > 0 ? tp : std::min(node, max_gpus)); t *= 2) {
-    if (at.table && at.table->entries.front().gpus <= t) break;  // a larger TP cannot fit on fewer
-    job.initial.tp = t;
-    auto tried = build_availability_table(job, max_gpus, cons);
-    const bool fewer = tried.table && (!at.table || tried.table->entries.front().gpus <
-                                                       at.table->entries.front().gpus);
-    if (fewer || (!at.table && at.error.empty())) at = std::move(tried);
-  }
-  if (!at.table && tp == 0 && node > 1)
-    at.error += " (also tried TP 2 to " + std::to_string(std::min(node, max_gpus)) + ")";
+  const AvailabilityTable at = choose_availability_table(job, max_gpus, cons, tp, node);
   if (!at.table) return bad(at.error), 1;
   const ScaleTable& table = *at.table;
 
   params.restart_s = restart_s;
   params.checkpoint_bytes = at.model.checkpoint_bytes;
   params.global_batch = gbs;
-  if (gpus_per_node > 0) params.overhead.gpus_per_node = gpus_per_node;
-  else if (const auto* g = planner::builtin_gpu_catalog().find(gpu)) params.overhead.gpus_per_node = g->gpus_per_node;
+  if (gpus_per_node > 0 || gpu_type) params.overhead.gpus_per_node = node;
   const bool profiled = loaded.profiled;
 
   std::vector<AvailabilityResult> results;

@@ -59,4 +59,21 @@ AvailabilityTable build_availability_table(const PlannerJob& job_in, int max_gpu
   return out;
 }
 
+AvailabilityTable choose_availability_table(PlannerJob job, int max_gpus, Consistency consistency,
+                                            int tp, int node_gpus) {
+  AvailabilityTable best;
+  const int largest_tp = tp > 0 ? tp : std::min(node_gpus, max_gpus);
+  for (int t = tp > 0 ? tp : 1; t <= largest_tp; t *= 2) {
+    if (best.table && best.table->entries.front().gpus <= t) break;
+    job.initial.tp = t;
+    auto tried = build_availability_table(job, max_gpus, consistency);
+    const bool fewer = tried.table && (!best.table || tried.table->entries.front().gpus <
+                                                           best.table->entries.front().gpus);
+    if (fewer || (!best.table && best.error.empty())) best = std::move(tried);
+  }
+  if (!best.table && tp == 0 && node_gpus > 1)
+    best.error += " (also tried TP 2 to " + std::to_string(std::min(node_gpus, max_gpus)) + ")";
+  return best;
+}
+
 }  // namespace flotilla::scaler

@@ -29,4 +29,11 @@ struct AvailabilityTable {
 AvailabilityTable build_availability_table(const PlannerJob& job, int max_gpus,
                                            Consistency consistency = Consistency::relaxed);
 
+// The table at tensor parallelism `tp`, or with tp == 0 the TP among 1, 2, 4, ... up to
+// min(node_gpus, max_gpus) whose table fits on the fewest GPUs (the smaller TP on a tie; a
+// larger TP cannot fit on fewer GPUs than it has, so the search stops there). A job that fits
+// at no TP gets the TP-1 error, naming the TPs also tried. job.initial.tp is ignored.
+AvailabilityTable choose_availability_table(PlannerJob job, int max_gpus, Consistency consistency,
+                                            int tp, int node_gpus);
+
 }  // namespace flotilla::scaler
