@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -98,6 +99,11 @@ class BodyReader {
   // Reads the whole body (refusing more than max_bytes).
   IoStatus read_all(std::string* out, size_t max_bytes, Millis timeout, std::string* bad);
   Framing framing() const { return framing_; }
+  // Content-Length framing: the bytes of the body not read yet (all of them before the first
+  // read; read_all refuses more than its max_bytes before reading). Other framings: nullopt.
+  std::optional<size_t> unread_length() const {
+    return framing_ == Framing::length ? std::optional<size_t>(remaining_) : std::nullopt;
+  }
 
  private:
   MessageReader& reader_;

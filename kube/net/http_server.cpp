@@ -233,22 +233,9 @@ namespace {
 // Reads and drops what is left of a refused upload (bounded in bytes and time, never buffered):
 // closing with unread data makes the kernel send a reset, which can destroy the answer before
 // the client reads it.
-// A declared Content-Length over the limit (read_all refuses it before reading).
-bool body_over_limit(const Headers& headers, size_t max_bytes) {
-  try {
-    std::string cl = headers.get("Content-Length");
-    return !cl.empty() && std::stoull(cl) > max_bytes;
-  } catch (...) {
-    return false;
-  }
-}
-
-void discard_upload(MessageReader& reader, const Headers& headers) {
-  size_t left = 16u << 20;
-  try {
-    if (std::string cl = headers.get("Content-Length"); !cl.empty()) left = std::min<size_t>(left, std::stoull(cl));
-  } catch (...) {
-  }
+// unread_length: what the Content-Length says is left (as BodyReader parsed it), if any.
+void discard_upload(MessageReader& reader, std::optional<size_t> unread_length) {
+  size_t left = std::min<size_t>(16u << 20, unread_length.value_or(16u << 20));
   auto deadline = std::chrono::steady_clock::now() + Millis(2000);
   std::string scratch;
   while (left > 0 && std::chrono::steady_clock::now() < deadline) {
@@ -290,7 +277,7 @@ void HttpServer::serve(Worker* worker, int fd) {
       } else {
         // curl asks before sending bodies over 1 MiB and otherwise waits a second for this.
         if (iequals(req.headers.get("Expect"), "100-continue") && body.framing() != BodyReader::Framing::none &&
-            !body_over_limit(req.headers, config_.max_body_bytes) &&
+            body.unread_length().value_or(0) <= config_.max_body_bytes &&
             conn->write_all("HTTP/1.1 100 Continue\r\n\r\n", config_.write_timeout) != IoStatus::ok)
           break;
         st = body.read_all(&req.body, config_.max_body_bytes, config_.read_timeout, &bad);
@@ -299,7 +286,7 @@ void HttpServer::serve(Worker* worker, int fd) {
           if (bad == "body too large") {
             req.body.clear();
             respond_error(writer, 413, "Request entity too large: limit is " + std::to_string(config_.max_body_bytes));
-            discard_upload(reader, req.headers);
+            discard_upload(reader, body.unread_length());
           } else if (!bad.empty()) {
             respond_error(writer, 400, bad);
           }
