@@ -124,6 +124,11 @@ Result<ProfileSet> load_profile_dir(const std::string& dir) {
                                            "; make it readable or remove its folder");
       auto p = parse_profile_json(ss.str(), model_dir.filename().string(), gpu_dir.filename().string());
       if (!p) return Result<ProfileSet>::failure(file.string() + ": " + p.error());
+      if (auto preset = find_preset(p->model)) {
+        fold_separate_final_norm(p.value(), *preset);
+        const std::string mismatch = profile_block_mismatch(*p, *preset);
+        if (!mismatch.empty()) return Result<ProfileSet>::failure(file.string() + ": " + mismatch);
+      }
       set.add(std::move(p.value()));
     }
   }
