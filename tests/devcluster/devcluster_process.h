@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "kube/net/http_client.h"
+#include "tests/common/tools.h"
 
 namespace devcluster_test {
 
@@ -173,10 +174,15 @@ class DevclusterProcess {
   }
 
   // kubectl is preinstalled where Flotilla builds; elsewhere the kubectl checks are skipped.
-  static bool have_kubectl() { return run_command("kubectl version --client").exit_code == 0; }
+  // True when kubectl runs, or when make test installed it (then a broken kubectl fails the
+  // test instead of skipping it: tests/common/tools.h).
+  static bool have_kubectl() {
+    return flotilla::testing::tools_installed() ||
+           run_command(flotilla::testing::tool_path("kubectl") + " version --client").exit_code == 0;
+  }
 
   CommandResult kubectl(const std::string& args) const {
-    return run_command("kubectl --kubeconfig " + kubeconfig().string() + " --cache-dir " + (dir_ / "kcache").string() +
+    return run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " + kubeconfig().string() + " --cache-dir " + (dir_ / "kcache").string() +
                        " " + args);
   }
   CommandResult admin(const std::string& args) const {
