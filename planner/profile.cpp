@@ -104,8 +104,8 @@ std::string profile_block_mismatch(const GpuProfile& profile, const ModelSpec& m
     for (const auto& [tp, blocks] : by_tp) {
       if (static_cast<int>(blocks.size()) == model.num_blocks()) continue;
       return "profile " + profile.model + "/" + profile.gpu + " (mbs " + std::to_string(mbs) + ", TP " +
-             std::to_string(tp) + ") has " + std::to_string(blocks.size()) + " blocks but " + model.name +
-             " has " + std::to_string(model.num_blocks()) + " (embedding + " + std::to_string(model.num_layers) +
+             std::to_string(tp) + ") has " + std::to_string(blocks.size()) + " blocks but " + model.name + " has " +
+             std::to_string(model.num_blocks()) + " (embedding + " + std::to_string(model.num_layers) +
              " layers + head): it was measured on another model; replace or remove it";
     }
   }
@@ -136,8 +136,7 @@ void ProfileSet::add(GpuProfile profile) {
 const GpuProfile* ProfileSet::find(const ModelSpec& model, std::string_view gpu) const {
   const std::string g = normalize_name(gpu);
   for (const GpuProfile& p : profiles_) {
-    if (p.normalized_gpu == g && names_match(model, p.model) && profile_block_mismatch(p, model).empty())
-      return &p;
+    if (p.normalized_gpu == g && names_match(model, p.model) && profile_block_mismatch(p, model).empty()) return &p;
   }
   return nullptr;
 }
@@ -195,9 +194,12 @@ LayerTimes ComputeModel::stage_times(const ModelSpec& model, const GpuType& gpu,
       const BlockFit& hi = it->second[static_cast<std::size_t>(last_block)];
       const BlockFit& lo = it->second[static_cast<std::size_t>(first_block)];
       const double b = micro_batch_size;
-      return {std::max(0.0, hi.fixed.forward_s - lo.fixed.forward_s + (hi.per_sample.forward_s - lo.per_sample.forward_s) * b),
-              std::max(0.0, hi.fixed.backward_s - lo.fixed.backward_s + (hi.per_sample.backward_s - lo.per_sample.backward_s) * b),
-              std::max(0.0, hi.fixed.update_s - lo.fixed.update_s + (hi.per_sample.update_s - lo.per_sample.update_s) * b)};
+      return {
+          std::max(0.0,
+                   hi.fixed.forward_s - lo.fixed.forward_s + (hi.per_sample.forward_s - lo.per_sample.forward_s) * b),
+          std::max(0.0, hi.fixed.backward_s - lo.fixed.backward_s +
+                            (hi.per_sample.backward_s - lo.per_sample.backward_s) * b),
+          std::max(0.0, hi.fixed.update_s - lo.fixed.update_s + (hi.per_sample.update_s - lo.per_sample.update_s) * b)};
     }
   }
   // FLOP estimate: the embedding, identical transformer layers, and the head.

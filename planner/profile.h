@@ -84,14 +84,13 @@ class ComputeModel {
  public:
   explicit ComputeModel(const ProfileSet* profiles = nullptr) : profiles_(profiles) {}
 
-  LayerTimes block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
-                         int micro_batch_size) const;
+  LayerTimes block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp, int micro_batch_size) const;
   // Sum over blocks [first, last).
-  LayerTimes stage_times(const ModelSpec& model, const GpuType& gpu, int first_block,
-                         int last_block, int tp, int micro_batch_size) const;
+  LayerTimes stage_times(const ModelSpec& model, const GpuType& gpu, int first_block, int last_block, int tp,
+                         int micro_batch_size) const;
   // The FLOP estimate alone (used by calibration and when no profile exists).
-  static LayerTimes estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block,
-                                         int tp, int micro_batch_size);
+  static LayerTimes estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
+                                         int micro_batch_size);
 
  private:
   const GpuProfile* resolve(const ModelSpec& model, const GpuType& gpu) const;

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "planner/profile.h"
 #include "planner/network_io.h"
+#include "planner/profile.h"
 #include "planner/profile_io.h"
 
 namespace fp = flotilla::planner;
@@ -73,8 +73,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 // One line, naming the offending path and what to do about it.
-void expect_one_line(const fp::Result<fp::ProfileSet>& loaded, const std::string& path,
-                     const std::string& fix) {
+void expect_one_line(const fp::Result<fp::ProfileSet>& loaded, const std::string& path, const std::string& fix) {
   ASSERT_FALSE(loaded);
   const std::string& error = loaded.error();
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
@@ -87,8 +86,8 @@ std::string profile_json(int blocks) {
   std::string by_block;
   for (int b = 0; b < blocks; ++b) {
     const double f = 0.001 * (b + 1);
-    by_block += (b ? ", \"" : "\"") + std::to_string(b) + "\": [" + std::to_string(f) + ", " +
-                std::to_string(2 * f) + ", 0.0001]";
+    by_block += (b ? ", \"" : "\"") + std::to_string(b) + "\": [" + std::to_string(f) + ", " + std::to_string(2 * f) +
+                ", 0.0001]";
   }
   return "{\"1\": {\"1\": {" + by_block + "}}, \"2\": {\"1\": {" + by_block + "}}}";
 }
@@ -127,14 +126,13 @@ TEST(ProfileIo, UnreadableLayoutsGetOneLineNamingThePath) {
   // a file where the <model> folder should be
   const auto model_file = dir / "model-file";
   write_file(model_file / "OPT-350", kProfile);
-  expect_one_line(fp::load_profile_dir(model_file.string()), (model_file / "OPT-350").string(),
-                  "is not a folder");
+  expect_one_line(fp::load_profile_dir(model_file.string()), (model_file / "OPT-350").string(), "is not a folder");
   // profile.json is a broken link
   const auto broken = dir / "broken-link";
   std::filesystem::create_directories(broken / "OPT-350" / "A100-40");
   std::filesystem::create_symlink(broken / "nowhere.json", broken / "OPT-350" / "A100-40" / "profile.json");
-  expect_one_line(fp::load_profile_dir(broken.string()),
-                  (broken / "OPT-350" / "A100-40" / "profile.json").string(), "broken symbolic link");
+  expect_one_line(fp::load_profile_dir(broken.string()), (broken / "OPT-350" / "A100-40" / "profile.json").string(),
+                  "broken symbolic link");
 }
 
 // Permission denied: only meaningful when not root (root reads through chmod 000).
