@@ -75,7 +75,14 @@ step "copying a clean clone of HEAD ($(git -C "$repo" rev-parse --short HEAD)) a
 mkdir -p "$root/work"
 git clone --quiet --no-local "$repo" "$root/work/flotilla"
 cp -a "$shared" "$root/work/shared"
+# The site's network set-up, not the project's: name resolution, and the certificate
+# authorities this machine trusts beyond Debian's (a TLS-inspecting proxy's, say), which the new
+# root's ca-certificates picks up when install-deps installs it.
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
@@ -90,9 +97,14 @@ done
 mkdir -p "$root/dev/shm"
 mount -t tmpfs shm "$root/dev/shm" && mounted+=("$root/dev/shm")
 
+# A bare environment, plus the host's CA-bundle variables (node reads NODE_EXTRA_CA_CERTS).
+site_env=()
+for v in NODE_EXTRA_CA_CERTS SSL_CERT_FILE; do
+  if [ -n "${!v:-}" ]; then site_env+=("$v=${!v}"); fi
+done
 in_root() {
   env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    LANG=C.UTF-8 TERM=dumb CI=true chroot "$root" /bin/bash -c "$1"
+    LANG=C.UTF-8 TERM=dumb CI=true "${site_env[@]}" chroot "$root" /bin/bash -c "$1"
 }
 
 step "inside: apt-get install make (the README's one prerequisite)"
