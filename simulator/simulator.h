@@ -41,12 +41,12 @@
 #include <vector>
 
 #include "scaler/benefit_check.h"
-#include "scaler/cluster_state.h"
 #include "scaler/restart_overhead.h"
 #include "scaler/scale_table.h"
-#include "scaler/sim_job_models.h"
+#include "simulator/cluster_state.h"
+#include "simulator/sim_job_models.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 enum class Policy { static_fcfs, greedy, elasticflow, flextrain };
 std::optional<Policy> parse_policy(const std::string& name);
@@ -72,9 +72,9 @@ struct SimOptions {
   std::uint64_t seed = 1;
   int min_gpus = 32;
   double window_s = 8 * 3600.0;
-  BenefitCheckParams benefit;
-  ScaleTableParams table;
-  RestartOverheadParams overhead;
+  scaler::BenefitCheckParams benefit;
+  scaler::ScaleTableParams table;
+  scaler::RestartOverheadParams overhead;
   std::vector<NodeEvent> node_events;
   bool check_invariants = true;
   JobModelSource job_models = JobModelSource::automatic;  // planner iff >1 GPU type
@@ -127,4 +127,4 @@ struct SimResult {
 SimResult simulate(const std::vector<TraceJob>& trace, const std::vector<SimNode>& nodes,
                    const SimOptions& options);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

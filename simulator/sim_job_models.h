@@ -22,7 +22,7 @@
 
 #include "scaler/scale_table.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 enum class JobModelSource { automatic, table2, planner };
 std::optional<JobModelSource> parse_job_model_source(const std::string& name);
@@ -48,7 +48,7 @@ struct SimJobModel {
   std::string gpu_type;       // the type this table is for ("" for table2: any type)
   double checkpoint_bytes = 0;
   double initial_iteration_s = 0;  // at the requested layout, on gpu_type
-  ScaleTable table;
+  scaler::ScaleTable table;
 };
 
 struct SimJobModelResult {
@@ -56,12 +56,12 @@ struct SimJobModelResult {
   std::string why;  // when model is empty
 };
 
-SimJobModelResult table2_job_model(int gpus, int min_gpus, const ScaleTableParams& params);
+SimJobModelResult table2_job_model(int gpus, int min_gpus, const scaler::ScaleTableParams& params);
 SimJobModelResult planner_job_model(int gpus, const std::string& gpu_type,
                                     const std::vector<PlannerBand>& bands,
-                                    const ScaleTableParams& params);
+                                    const scaler::ScaleTableParams& params);
 
 // The planner catalog's name for a cluster's GPU type name; "" when it has none.
 std::string planner_gpu_name(const std::string& cluster_gpu_type);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator
