@@ -2,12 +2,13 @@
 //
 // Two sources:
 //   table2   FlexTrain Table-2 MoE presets by GPU band with the scaler's own cost model
-//            (elastic_model.h). The planner models neither MoE nor context parallelism, so these
-//            tables do not depend on the GPU type: one table serves every type.
+//            (scaler/elastic_model.h). The planner models neither MoE nor context parallelism, so
+//            these tables do not depend on the GPU type: one table serves every type.
 //   planner  dense planner presets by GPU band (PlannerBand; defaults below), tables built with
-//            the planner's time and memory model FOR EACH GPU TYPE (planner_predictor.h): a type
-//            whose memory the initial layout overflows gets no table (the job cannot run there),
-//            and iteration times, hence speedups and throughput, differ per type.
+//            the planner's time and memory model FOR EACH GPU TYPE
+//            (scaler/planner_predictor.h): a type whose memory the initial layout overflows
+//            gets no table (the job cannot run there), and iteration times, hence speedups
+//            and throughput, differ per type.
 // The simulator picks planner on a cluster with more than one GPU type and table2 otherwise
 // (so the homogeneous ElasticFlow runs keep FlexTrain's Table-2 jobs); --models overrides.
 // Guarantees: pure; a job that has no table on a type gets nullopt and a reason, never a crash.

@@ -428,7 +428,7 @@ class Simulation {
       }
       return;
     }
-    // The same per-job decision the operator makes (decide.h).
+    // The same per-job decision the operator makes (scaler/decide.h).
     DecideParams params;
     params.benefit = opt_.benefit;
     params.overhead = opt_.overhead;
