@@ -1,7 +1,8 @@
 // scaler/ is the pure core the operator links: it does no file or console I/O, starts no
 // processes or threads, reads no clock and no environment, and includes nothing from the shells
-// (simulator/, cli/). This test scans scaler/*.h and scaler/*.cpp (comments and string literals
-// stripped, so a contract may name what it avoids) and fails naming file:line and the fix.
+// (simulator/, cli/). This test scans every .h and .cpp under scaler/ (comments and string
+// literals stripped, so a contract may name what it avoids) and fails naming file:line and the
+// fix.
 // The scanner's own tests below make sure it can fail.
 #include <gtest/gtest.h>
 
@@ -146,7 +147,7 @@ TEST(ScalerPurity, SourcesDoNoIoAndStartNoProcesses) {
   const fs::path room = fs::path(FLOTILLA_SOURCE_DIR) / "scaler";
   ASSERT_TRUE(fs::is_directory(room)) << room;
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(room)) {
+  for (const auto& entry : fs::recursive_directory_iterator(room)) {
     const auto ext = entry.path().extension();
     if (entry.is_regular_file() && (ext == ".h" || ext == ".cpp")) files.push_back(entry.path());
   }
@@ -158,7 +159,7 @@ TEST(ScalerPurity, SourcesDoNoIoAndStartNoProcesses) {
     ASSERT_TRUE(in) << "cannot read " << file;
     std::stringstream buf;
     buf << in.rdbuf();
-    for (const std::string& hit : scan("scaler/" + file.filename().string(), buf.str()))
+    for (const std::string& hit : scan("scaler/" + fs::relative(file, room).string(), buf.str()))
       ADD_FAILURE() << hit
                     << "\n  scaler/ is the pure core (no file I/O, processes, threads, clock or "
                        "environment): move this to simulator/ or a *_io file in the shell";
