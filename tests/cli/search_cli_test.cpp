@@ -2,6 +2,7 @@
 // that a suggested "smallest change" really does fit when applied.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,9 +21,12 @@ struct CliRun {
   std::string err;  // stderr
 };
 
+// One folder per process: ctest -j runs each test case as its own process, and they would
+// otherwise write the same out0.txt.
 const std::filesystem::path& scratch() {
   static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::path(FLOTILLA_BINARY_DIR) / "search_cli_test_tmp";
+    auto d = std::filesystem::path(FLOTILLA_BINARY_DIR) / "search_cli_test_tmp" /
+             std::to_string(::getpid());
     std::filesystem::create_directories(d);
     return d;
   }();

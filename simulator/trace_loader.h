@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "scaler/availability_replay.h"
-#include "scaler/simulator.h"
+#include "simulator/availability_replay.h"
+#include "simulator/simulator.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 struct TraceLoad {
   std::vector<TraceJob> jobs;
@@ -64,4 +64,4 @@ ClusterLoad load_cluster(const std::string& path);
 std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double target_load = 0.6,
                                   int gpus_per_node = 8);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -1,4 +1,4 @@
-#include "scaler/trace_loader.h"
+#include "simulator/trace_loader.h"
 
 #include "planner/cluster.h"
 #include "planner/gpu_catalog.h"
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 namespace {
 
@@ -295,4 +295,4 @@ std::vector<SimNode> auto_cluster(const std::vector<TraceJob>& jobs, double targ
   return nodes;
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -39,7 +39,7 @@
 #include "scaler/restart_overhead.h"
 #include "scaler/scale_table.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 struct AvailabilityPoint {
   double time_s = 0;
@@ -53,9 +53,9 @@ std::optional<AvailabilityPolicy> parse_availability_policy(const std::string& n
 struct AvailabilityReplayParams {
   AvailabilityPolicy policy = AvailabilityPolicy::flextrain;
   std::optional<double> restart_s;  // measured restart time; nullopt: the estimate
-  RestartOverheadParams overhead;   // for the estimate (gpus_per_node matters)
+  scaler::RestartOverheadParams overhead;   // for the estimate (gpus_per_node matters)
   double checkpoint_bytes = 0;      // for the estimate
-  BenefitCheckParams benefit;       // P_th
+  scaler::BenefitCheckParams benefit;       // P_th
   double window_s = 3600;           // λ window over past availability drops
   int global_batch = 1;             // samples per iteration
 };
@@ -68,7 +68,7 @@ struct AvailabilityDecision {
   std::string action;  // "shrink", "stop", "scale-up", "start", "refused"
   std::string layout;  // the target's dp/pp/tp/cp
   double restart_s = 0;
-  std::optional<BenefitDecision> benefit;  // λ, S, T_overhead, P(idle long enough)
+  std::optional<scaler::BenefitDecision> benefit;  // λ, S, T_overhead, P(idle long enough)
   std::string reason;
 };
 
@@ -89,10 +89,10 @@ struct AvailabilityResult {
 };
 
 AvailabilityResult replay_availability(const std::vector<AvailabilityPoint>& trace,
-                                       const ScaleTable& table,
+                                       const scaler::ScaleTable& table,
                                        const AvailabilityReplayParams& params);
 
 // Samples per second of an entry: global_batch / iteration_s.
-double entry_samples_per_s(const ScaleEntry& e, int global_batch);
+double entry_samples_per_s(const scaler::ScaleEntry& e, int global_batch);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -1,11 +1,19 @@
-#include "scaler/sim_job_models.h"
+#include "simulator/sim_job_models.h"
 
 #include "planner/gpu_catalog.h"
 #include "planner/model_spec.h"
 #include "scaler/elastic_model.h"
 #include "scaler/planner_predictor.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
+
+// The scaler's pure core, which this shell drives.
+using scaler::PlannerJob;
+using scaler::ScaleEntry;
+using scaler::ScaleTableParams;
+using scaler::build_scale_table;
+using scaler::make_planner_predictor;
+using scaler::model_for_trace_job;
 
 std::optional<JobModelSource> parse_job_model_source(const std::string& name) {
   if (name == "auto") return JobModelSource::automatic;
@@ -101,4 +109,4 @@ SimJobModelResult planner_job_model(int gpus, const std::string& gpu_type,
   return out;
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -1,4 +1,4 @@
-#include "scaler/simulator.h"
+#include "simulator/simulator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,20 @@
 #include "scaler/elastic_model.h"
 #include "scaler/scaling_policy.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
+
+// The scaler's pure core, which this shell drives.
+using scaler::ArrivalRateEstimator;
+using scaler::DecideParams;
+using scaler::Decision;
+using scaler::ElasticJobView;
+using scaler::JobSnapshot;
+using scaler::ScaleAction;
+using scaler::ScaleEntry;
+using scaler::decide;
+using scaler::estimate_restart_overhead;
+using scaler::plan_preemption;
+using scaler::scale_up_order;
 
 std::optional<Policy> parse_policy(const std::string& name) {
   if (name == "static") return Policy::static_fcfs;
@@ -415,7 +428,7 @@ class Simulation {
       }
       return;
     }
-    // The same per-job decision the operator makes (decide.h).
+    // The same per-job decision the operator makes (scaler/decide.h).
     DecideParams params;
     params.benefit = opt_.benefit;
     params.overhead = opt_.overhead;
@@ -660,4 +673,4 @@ SimResult simulate(const std::vector<TraceJob>& trace, const std::vector<SimNode
   return Simulation(trace, nodes, options).run();
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

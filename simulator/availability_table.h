@@ -18,22 +18,24 @@
 #include "scaler/planner_predictor.h"
 #include "scaler/scale_table.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 struct AvailabilityTable {
-  std::optional<ScaleTable> table;
-  ElasticModel model;  // L, global batch, checkpoint bytes (restart estimate)
+  std::optional<scaler::ScaleTable> table;
+  scaler::ElasticModel model;  // L, global batch, checkpoint bytes (restart estimate)
   std::string error;
 };
 
-AvailabilityTable build_availability_table(const PlannerJob& job, int max_gpus,
-                                           Consistency consistency = Consistency::relaxed);
+AvailabilityTable build_availability_table(
+    const scaler::PlannerJob& job, int max_gpus,
+    scaler::Consistency consistency = scaler::Consistency::relaxed);
 
 // The table at tensor parallelism `tp`, or with tp == 0 the TP among 1, 2, 4, ... up to
 // min(node_gpus, max_gpus) whose table fits on the fewest GPUs (the smaller TP on a tie; a
 // larger TP cannot fit on fewer GPUs than it has, so the search stops there). A job that fits
 // at no TP gets the TP-1 error, naming the TPs also tried. job.initial.tp is ignored.
-AvailabilityTable choose_availability_table(PlannerJob job, int max_gpus, Consistency consistency,
-                                            int tp, int node_gpus);
+AvailabilityTable choose_availability_table(scaler::PlannerJob job, int max_gpus,
+                                            scaler::Consistency consistency, int tp,
+                                            int node_gpus);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

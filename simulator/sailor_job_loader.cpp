@@ -1,4 +1,4 @@
-#include "scaler/sailor_job_loader.h"
+#include "simulator/sailor_job_loader.h"
 
 #include <memory>
 
@@ -7,7 +7,7 @@
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 SailorJobLoad load_sailor_planner_job(const std::string& model, const std::string& gpu,
                                       int global_batch, const std::string& profiles_dir,
@@ -41,4 +41,4 @@ SailorJobLoad load_sailor_planner_job(const std::string& model, const std::strin
   return out;
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

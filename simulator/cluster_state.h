@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 struct SimNode {
   std::string name;
@@ -75,4 +75,4 @@ class ClusterState {
   int capacity_total_ = 0;
 };
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

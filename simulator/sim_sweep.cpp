@@ -1,4 +1,4 @@
-#include "scaler/sim_sweep.h"
+#include "simulator/sim_sweep.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <map>
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 namespace {
 double ratio(double a, double b) {
@@ -134,4 +134,4 @@ std::string plot_sweep(const SweepResult& sweep, const std::string& png_path) {
   return "";
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -1,11 +1,11 @@
-#include "scaler/cluster_state.h"
+#include "simulator/cluster_state.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "planner/packer.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 ClusterState::ClusterState(std::vector<SimNode> nodes) : nodes_(std::move(nodes)) {
   free_.reserve(nodes_.size());
@@ -119,4 +119,4 @@ void ClusterState::set_node_up(int node, bool up) {
   }
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

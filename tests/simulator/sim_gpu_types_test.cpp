@@ -7,12 +7,12 @@
 #include <set>
 
 #include "common/data_path.h"
-#include "scaler/cluster_state.h"
-#include "scaler/sim_job_models.h"
-#include "scaler/simulator.h"
-#include "scaler/trace_loader.h"
+#include "simulator/cluster_state.h"
+#include "simulator/sim_job_models.h"
+#include "simulator/simulator.h"
+#include "simulator/trace_loader.h"
 
-using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 
 namespace {
 const JobOutcome& job(const SimResult& r, const std::string& id) {

@@ -15,10 +15,10 @@
 
 #include "scaler/planner_predictor.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 struct SailorJobLoad {
-  PlannerJob job;
+  scaler::PlannerJob job;
   bool profiled = false;
   std::string error;
 };
@@ -27,4 +27,4 @@ SailorJobLoad load_sailor_planner_job(const std::string& model, const std::strin
                                       int global_batch, const std::string& profiles_dir,
                                       const std::string& network_dir);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -4,9 +4,9 @@
 #include <fstream>
 
 #include "common/data_path.h"
-#include "scaler/trace_loader.h"
+#include "simulator/trace_loader.h"
 
-using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 namespace fs = std::filesystem;
 
 namespace {
@@ -140,12 +140,12 @@ TEST(ScalerTraceLoader, AbsurdAvailabilityGpuCountsAreRefusedWithFileRowAndLimit
   const auto edge = dir / ("flotilla_avail_edge_" + std::to_string(::getpid()) + ".json");
   std::ofstream(big) << R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":1048576}])";
   std::ofstream(edge) << R"([{"Time":0,"GPUs":4},{"Time":60,"GPUs":16384}])";
-  const auto r = flotilla::scaler::load_availability_trace(big.string());
+  const auto r = flotilla::simulator::load_availability_trace(big.string());
   EXPECT_NE(r.error.find(big.string() + " row 1"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("[0, 16384]"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("1048576"), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find('\n'), std::string::npos);
-  const auto ok = flotilla::scaler::load_availability_trace(edge.string());
+  const auto ok = flotilla::simulator::load_availability_trace(edge.string());
   EXPECT_TRUE(ok.error.empty()) << ok.error;
   ASSERT_EQ(ok.points.size(), 2u);
   EXPECT_EQ(ok.points[1].gpus, 16384);

@@ -1,4 +1,4 @@
-#include "scaler/availability_replay.h"
+#include "simulator/availability_replay.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,19 @@
 #include "scaler/arrival_rate.h"
 #include "scaler/decide.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
+
+// The scaler's pure core, which this shell drives.
+using scaler::ArrivalRateEstimator;
+using scaler::BenefitDecision;
+using scaler::DecideParams;
+using scaler::Decision;
+using scaler::JobSnapshot;
+using scaler::ScaleAction;
+using scaler::ScaleEntry;
+using scaler::ScaleTable;
+using scaler::decide;
+using scaler::estimate_restart_overhead;
 
 const char* availability_policy_name(AvailabilityPolicy p) {
   switch (p) {
@@ -189,4 +201,4 @@ AvailabilityResult replay_availability(const std::vector<AvailabilityPoint>& tra
   return Replay(table, params).run(trace);
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "common/data_path.h"
-#include "scaler/simulator.h"
-#include "scaler/trace_loader.h"
+#include "simulator/simulator.h"
+#include "simulator/trace_loader.h"
 
-using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 
 namespace {
 std::vector<SimNode> nodes(int n, int gpus = 8) {

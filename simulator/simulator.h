@@ -1,7 +1,9 @@
 // Discrete-event simulator of a GPU cluster running a job trace under a scaling policy.
 //
 // Events: job arrivals, completions, node loss and join; scaling events cost the job a
-// restart overhead (restart_overhead.h) during which it holds its new GPUs without progress.
+// restart overhead (scaler/restart_overhead.h) during which it holds its new GPUs without
+// progress. Every scaling decision is the scaler's pure core (scaler/decide.h,
+// scaler/scaling_policy.h), the same calls the operator makes; this room is the shell around it.
 // Policies:
 //   static      non-elastic FCFS (head-of-line blocking), best-fit placement; no scaling.
 //   greedy      FlexTrain's predictive greedy scale-up without the Poisson check, + §5.2
@@ -10,11 +12,12 @@
 //               unit (the next scale-table entry) while GPUs are free, also while jobs wait
 //               (ElasticFlow assumes an all-elastic cluster); same preemption.
 //   flextrain   the full policy: greedy + Poisson benefit check + preemption.
-// greedy/flextrain scale-up passes run only when the queue is empty (FlexTrain §5.1). Elastic jobs start at their
-// requested layout and never shrink below it except after a node loss.
+// greedy/flextrain scale-up passes run only when the queue is empty (FlexTrain §5.1). Elastic
+// jobs start at their requested layout and never shrink below it except after a node loss.
 // A trace job becomes an elastic training job with probability elastic_fraction if it requests
-// >= min_gpus GPUs and a Table-2 model fits its count (elastic_model.h); the trace duration is
-// its work at the requested allocation and scale-table speedups scale its progress rate.
+// >= min_gpus GPUs and a Table-2 model fits its count (scaler/elastic_model.h); the trace
+// duration is its work at the requested allocation and scale-table speedups scale its progress
+// rate.
 //
 // Guarantees: pure and deterministic for a seed (no clock, no I/O, no threads); elastic marking
 //   uses one uniform draw per large job in trace order, so the elastic set at fraction f is a
@@ -41,12 +44,12 @@
 #include <vector>
 
 #include "scaler/benefit_check.h"
-#include "scaler/cluster_state.h"
 #include "scaler/restart_overhead.h"
 #include "scaler/scale_table.h"
-#include "scaler/sim_job_models.h"
+#include "simulator/cluster_state.h"
+#include "simulator/sim_job_models.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 enum class Policy { static_fcfs, greedy, elasticflow, flextrain };
 std::optional<Policy> parse_policy(const std::string& name);
@@ -72,9 +75,9 @@ struct SimOptions {
   std::uint64_t seed = 1;
   int min_gpus = 32;
   double window_s = 8 * 3600.0;
-  BenefitCheckParams benefit;
-  ScaleTableParams table;
-  RestartOverheadParams overhead;
+  scaler::BenefitCheckParams benefit;
+  scaler::ScaleTableParams table;
+  scaler::RestartOverheadParams overhead;
   std::vector<NodeEvent> node_events;
   bool check_invariants = true;
   JobModelSource job_models = JobModelSource::automatic;  // planner iff >1 GPU type
@@ -127,4 +130,4 @@ struct SimResult {
 SimResult simulate(const std::vector<TraceJob>& trace, const std::vector<SimNode>& nodes,
                    const SimOptions& options);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -1,8 +1,17 @@
-#include "scaler/availability_table.h"
+#include "simulator/availability_table.h"
 
 #include <algorithm>
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
+
+// The scaler's pure core, which this shell drives.
+using scaler::Consistency;
+using scaler::ElasticModel;
+using scaler::ParallelConfig;
+using scaler::PlannerJob;
+using scaler::ScaleTableParams;
+using scaler::build_scale_table;
+using scaler::make_planner_predictor;
 
 AvailabilityTable build_availability_table(const PlannerJob& job_in, int max_gpus,
                                            Consistency consistency) {
@@ -76,4 +85,4 @@ AvailabilityTable choose_availability_table(PlannerJob job, int max_gpus, Consis
   return best;
 }
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "scaler/simulator.h"
+#include "simulator/simulator.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 struct SweepPoint {
   double elastic_fraction = 0;
@@ -44,4 +44,4 @@ std::string plot_path_error(const std::string& png_path);
 // line or "".
 std::string plot_sweep(const SweepResult& sweep, const std::string& png_path);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator

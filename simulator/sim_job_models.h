@@ -2,12 +2,13 @@
 //
 // Two sources:
 //   table2   FlexTrain Table-2 MoE presets by GPU band with the scaler's own cost model
-//            (elastic_model.h). The planner models neither MoE nor context parallelism, so these
-//            tables do not depend on the GPU type: one table serves every type.
+//            (scaler/elastic_model.h). The planner models neither MoE nor context parallelism, so
+//            these tables do not depend on the GPU type: one table serves every type.
 //   planner  dense planner presets by GPU band (PlannerBand; defaults below), tables built with
-//            the planner's time and memory model FOR EACH GPU TYPE (planner_predictor.h): a type
-//            whose memory the initial layout overflows gets no table (the job cannot run there),
-//            and iteration times, hence speedups and throughput, differ per type.
+//            the planner's time and memory model FOR EACH GPU TYPE
+//            (scaler/planner_predictor.h): a type whose memory the initial layout overflows
+//            gets no table (the job cannot run there), and iteration times, hence speedups
+//            and throughput, differ per type.
 // The simulator picks planner on a cluster with more than one GPU type and table2 otherwise
 // (so the homogeneous ElasticFlow runs keep FlexTrain's Table-2 jobs); --models overrides.
 // Guarantees: pure; a job that has no table on a type gets nullopt and a reason, never a crash.
@@ -22,7 +23,7 @@
 
 #include "scaler/scale_table.h"
 
-namespace flotilla::scaler {
+namespace flotilla::simulator {
 
 enum class JobModelSource { automatic, table2, planner };
 std::optional<JobModelSource> parse_job_model_source(const std::string& name);
@@ -48,7 +49,7 @@ struct SimJobModel {
   std::string gpu_type;       // the type this table is for ("" for table2: any type)
   double checkpoint_bytes = 0;
   double initial_iteration_s = 0;  // at the requested layout, on gpu_type
-  ScaleTable table;
+  scaler::ScaleTable table;
 };
 
 struct SimJobModelResult {
@@ -56,12 +57,12 @@ struct SimJobModelResult {
   std::string why;  // when model is empty
 };
 
-SimJobModelResult table2_job_model(int gpus, int min_gpus, const ScaleTableParams& params);
+SimJobModelResult table2_job_model(int gpus, int min_gpus, const scaler::ScaleTableParams& params);
 SimJobModelResult planner_job_model(int gpus, const std::string& gpu_type,
                                     const std::vector<PlannerBand>& bands,
-                                    const ScaleTableParams& params);
+                                    const scaler::ScaleTableParams& params);
 
 // The planner catalog's name for a cluster's GPU type name; "" when it has none.
 std::string planner_gpu_name(const std::string& cluster_gpu_type);
 
-}  // namespace flotilla::scaler
+}  // namespace flotilla::simulator
