@@ -3,7 +3,8 @@
 // Guarantees: prints the best plan (stages, GPU type, TP, DP, layers, peak memory per GPU
 //   against capacity, iteration seconds, tokens/s, USD/iteration), its best-fit placement on
 //   the cluster's nodes (Frenzy HAS), the next best alternatives, and why others were rejected;
-//   --json prints the same as one JSON object. Exit 0 with a plan; 1 when nothing fits or meets
+//   --json prints the same as one JSON object. The decision is planner::plan_and_place(); this
+//   file only reads files and prints. Exit 0 with a plan; 1 when nothing fits or meets
 //   the constraints (one line, naming the smallest change that would fit, found by re-searching
 //   with it); 2 on bad input (one line: what is wrong and what to fix).
 //   `flotilla plan evaluate ...` is dispatched to run_plan_evaluate() (cli/plan_evaluate.h).
@@ -19,11 +20,9 @@
 #include "planner/cluster.h"
 #include "planner/model_spec_io.h"
 #include "planner/network_io.h"
-#include "planner/plan_placement.h"
+#include "planner/plan_and_place.h"
 #include "planner/profile_io.h"
-#include "planner/search.h"
 #include "planner/search_space.h"
-#include "planner/suggest.h"
 
 namespace fp = flotilla::planner;
 
@@ -280,30 +279,32 @@ static int run_plan(const std::vector<std::string>& raw) {
   context.compute = &compute;
   context.network = &network;
 
-  fp::SearchRequest request;
+  fp::PlaceRequest request;
   request.model = *model;
   request.global_batch_size = args.gbs;
   request.training.recompute = args.recompute;
   request.training.zero_stage = args.zero;
   request.training.flash_attention = args.flash_attention;
-  request.pools = fp::gpu_pools(*cluster);
   request.objective = args.objective;
   request.constraints.max_usd_per_iteration = args.max_usd;
   request.constraints.min_tokens_per_second = args.min_tokens;
-  request.constraints.max_gpus_per_type = cluster->max_gpus_per_type;
-  request.constraints.max_gpus_per_zone = cluster->max_gpus_per_zone;
   // Enough ranked plans that the packer can fall through to the next when one does not place.
-  request.options.max_plans = std::max(args.alternatives + 1, 8);
+  request.max_plans = std::max(args.alternatives + 1, 8);
 
-  const fp::SearchResult result = fp::search_plans(request, context);
+  const fp::PlaceResult placed = fp::plan_and_place(request, *cluster, context);
+  const fp::SearchResult& result = placed.search;
   const std::string attention =
       args.flash_attention ? "flash (materialized on pre-Ampere GPUs)" : "materialized";
   int free_gpus = 0;
-  for (const fp::GpuPool& pool : request.pools) free_gpus += pool.gpus;
+  for (const fp::GpuPool& pool : placed.search_request.pools) free_gpus += pool.gpus;
 
-  if (result.plans.empty()) {
+  if (placed.failure == fp::PlaceFailure::kCannotPlaceOnNodes || (!placed.ok() && result.failure.empty())) {
+    std::fprintf(stderr, "flotilla plan: %s\n", placed.message.c_str());
+    return 1;
+  }
+  if (!placed.ok()) {
     std::string line = model->name + ": " + result.failure;
-    if (auto change = fp::suggest_change(request, context))
+    if (const auto& change = placed.suggestion)
       line += "; smallest change that fits: " + change->change + " (then " +
               human_rate(change->plan.evaluation.tokens_per_second) + " tokens/s, " +
               fp::describe_plan(change->plan.plan) + ")";
@@ -317,21 +318,10 @@ static int run_plan(const std::vector<std::string>& raw) {
     return 1;
   }
 
-  // Frenzy HAS: the first ranked plan that the packer can place, best fit.
-  std::vector<fp::PlacementRequest> ranked_requests;
-  for (const fp::RankedPlan& ranked : result.plans)
-    ranked_requests.push_back(fp::placement_request(ranked.plan));
-  const fp::PackResult packed = fp::pack_first_feasible(ranked_requests, fp::free_nodes(*cluster));
-  if (!packed.placed) {
-    std::fprintf(stderr,
-                 "flotilla plan: %s: no ranked plan can be placed on whole nodes (%s); "
-                 "use nodes with more free GPUs per node\n",
-                 model->name.c_str(), packed.rejections.empty() ? "?" : packed.rejections.front().c_str());
-    return 1;
-  }
-  const std::size_t chosen = packed.request_index;
-  const fp::RankedPlan& best = result.plans[chosen];
-  const auto by_node = fp::gpus_by_node(packed.allocations);
+  // Frenzy HAS: the first ranked plan that the packer could place, best fit.
+  const std::size_t chosen = placed.chosen;
+  const fp::RankedPlan& best = placed.plan();
+  const auto& by_node = placed.gpus_by_node;
 
   if (args.json) {
     nlohmann::json out;
@@ -348,7 +338,7 @@ static int run_plan(const std::vector<std::string>& raw) {
       if (i == chosen || static_cast<int>(out["alternatives"].size()) >= args.alternatives) continue;
       out["alternatives"].push_back(plan_json(result.plans[i], *model));
     }
-    out["not_placed"] = packed.rejections;
+    out["not_placed"] = placed.not_placed;
     out["rejected"] = nlohmann::json::array();
     for (const fp::Rejection& r : result.rejections)
       out["rejected"].push_back({{"what", r.what}, {"why", r.why}});
@@ -376,7 +366,7 @@ static int run_plan(const std::vector<std::string>& raw) {
     std::printf(" %s:%d", node.c_str(), gpus);
   }
   std::printf("\n");
-  for (const std::string& why : packed.rejections) std::printf("  not placed: %s\n", why.c_str());
+  for (const std::string& why : placed.not_placed) std::printf("  not placed: %s\n", why.c_str());
 
   std::printf("\nnext best:\n");
   int shown = 0;
