@@ -247,40 +247,70 @@ std::vector<GroupPlacement> group_placement(const Plan& plan, const PlacementReq
   return out;
 }
 
+// Fills result.model and `allowed`; kNone when the inputs can be searched, else the failure
+// with result.message set.
+PlaceFailure check_inputs(const PlaceRequest& request, const EvalContext& context,
+                          PlaceResult& result, std::vector<std::string>& allowed) {
+  auto failure = [&](PlaceFailure kind, std::string message) {
+    result.message = std::move(message);
+    return kind;
+  };
+  if (context.catalog == nullptr || context.compute == nullptr || context.network == nullptr)
+    return failure(PlaceFailure::kInvalidRequest,
+                   "plan_and_place needs a GPU catalog, a compute model and a network model");
+  if (request.model) result.model = *request.model;
+  else if (auto preset = find_preset(request.model_name)) result.model = *preset;
+  else return failure(PlaceFailure::kUnknownModel, "unknown model '" + request.model_name + "': give a spec or a preset name");
+  const ModelSpec& model = result.model;
+  if (model.num_layers <= 0)
+    return failure(PlaceFailure::kUnknownModel, "model '" + model.name + "' has no transformer layers");
+  if (model.num_layers > kMaxSearchLayers)
+    return failure(PlaceFailure::kInvalidRequest,
+                   model.name + " has " + std::to_string(model.num_layers) +
+                       " transformer layers; the search handles at most " + std::to_string(kMaxSearchLayers));
+  if (std::string bad = invalid_field(request); !bad.empty())
+    return failure(PlaceFailure::kInvalidRequest, model.name + ": " + bad);
+  if (std::string unknown = canonical_types(request.allowed_gpu_types, *context.catalog, allowed); !unknown.empty())
+    return failure(PlaceFailure::kUnknownGpuType,
+                   "unknown GPU type '" + unknown + "' in the allowed types (not in the GPU catalog)");
+  const std::vector<int>& sizes = request.worker.micro_batch_sizes;
+  if (std::none_of(sizes.begin(), sizes.end(),
+                   [&](int mbs) { return mbs > 0 && request.global_batch_size % mbs == 0; }))
+    return failure(PlaceFailure::kBatchNotDivisible,
+                   model.name + ": global batch " + std::to_string(request.global_batch_size) +
+                       " is not a multiple of any allowed micro-batch size");
+  return PlaceFailure::kNone;
+}
+
+// The first ranked plan the packer places, and where each of its TP groups goes.
+PlaceResult place(PlaceResult result, const ClusterSpec& usable) {
+  std::vector<PlacementRequest> ranked;
+  for (const RankedPlan& plan : result.search.plans) ranked.push_back(placement_request(plan.plan));
+  PackResult packed = pack_first_feasible(ranked, free_nodes(usable));
+  result.not_placed = std::move(packed.rejections);
+  if (!packed.placed) {
+    // Built before the call: the argument that moves `result` may be evaluated first.
+    std::string line = result.model.name + ": no ranked plan can be placed on whole nodes (" +
+                       (result.not_placed.empty() ? std::string("?") : result.not_placed.front()) +
+                       "); use nodes with more free GPUs per node";
+    return fail(std::move(result), PlaceFailure::kCannotPlaceOnNodes, std::move(line));
+  }
+  result.chosen = packed.request_index;
+  result.gpus_by_node = gpus_by_node(packed.allocations);
+  result.placement = group_placement(result.plan().plan, ranked[result.chosen], packed.allocations);
+  return result;
+}
+
 }  // namespace
 
 PlaceResult plan_and_place(const PlaceRequest& request, const ClusterSpec& cluster,
                            const EvalContext& context) {
   PlaceResult result;
-  if (context.catalog == nullptr || context.compute == nullptr || context.network == nullptr)
-    return fail(std::move(result), PlaceFailure::kInvalidRequest,
-                "plan_and_place needs a GPU catalog, a compute model and a network model");
-  if (request.model) result.model = *request.model;
-  else if (auto preset = find_preset(request.model_name)) result.model = *preset;
-  else
-    return fail(std::move(result), PlaceFailure::kUnknownModel,
-                "unknown model '" + request.model_name + "': give a spec or a preset name");
-  if (result.model.num_layers <= 0)
-    return fail(std::move(result), PlaceFailure::kUnknownModel,
-                "model '" + result.model.name + "' has no transformer layers");
-  if (result.model.num_layers > kMaxSearchLayers)
-    return fail(std::move(result), PlaceFailure::kInvalidRequest,
-                result.model.name + " has " + std::to_string(result.model.num_layers) +
-                    " transformer layers; the search handles at most " + std::to_string(kMaxSearchLayers));
-  if (std::string bad = invalid_field(request); !bad.empty())
-    return fail(std::move(result), PlaceFailure::kInvalidRequest, result.model.name + ": " + bad);
   std::vector<std::string> allowed;
-  if (std::string unknown = canonical_types(request.allowed_gpu_types, *context.catalog, allowed);
-      !unknown.empty())
-    return fail(std::move(result), PlaceFailure::kUnknownGpuType,
-                "unknown GPU type '" + unknown + "' in the allowed types (not in the GPU catalog)");
-  const bool divides = std::any_of(request.worker.micro_batch_sizes.begin(), request.worker.micro_batch_sizes.end(),
-                                   [&](int mbs) { return mbs > 0 && request.global_batch_size % mbs == 0; });
-  if (!divides)
-    return fail(std::move(result), PlaceFailure::kBatchNotDivisible,
-                result.model.name + ": global batch " + std::to_string(request.global_batch_size) +
-                    " is not a multiple of any allowed micro-batch size");
-
+  if (PlaceFailure bad = check_inputs(request, context, result, allowed); bad != PlaceFailure::kNone) {
+    result.failure = bad;
+    return result;
+  }
   const ClusterSpec usable = allowed_nodes(cluster, allowed, *context.catalog);
   result.search_request = search_request(request, result.model, usable);
   int free_gpus = 0;
@@ -290,25 +320,13 @@ PlaceResult plan_and_place(const PlaceRequest& request, const ClusterSpec& clust
                          std::to_string(free_gpus) + " GPUs of the allowed types are free" +
                              (request.min_gpus > 0 ? ", the job needs at least " + std::to_string(request.min_gpus) : ""),
                          request, cluster, context, allowed);
-
   result.search = search_plans(result.search_request, context);
-  if (result.search.plans.empty())
-    return search_failed(std::move(result), PlaceFailure::kNone, result.search.failure, request,
-                         cluster, context, allowed);
-
-  std::vector<PlacementRequest> ranked;
-  for (const RankedPlan& plan : result.search.plans) ranked.push_back(placement_request(plan.plan));
-  PackResult packed = pack_first_feasible(ranked, free_nodes(usable));
-  result.not_placed = std::move(packed.rejections);
-  if (!packed.placed)
-    return fail(std::move(result), PlaceFailure::kCannotPlaceOnNodes,
-                result.model.name + ": no ranked plan can be placed on whole nodes (" +
-                    (result.not_placed.empty() ? std::string("?") : result.not_placed.front()) +
-                    "); use nodes with more free GPUs per node");
-  result.chosen = packed.request_index;
-  result.gpus_by_node = gpus_by_node(packed.allocations);
-  result.placement = group_placement(result.plan().plan, ranked[result.chosen], packed.allocations);
-  return result;
+  if (result.search.plans.empty()) {
+    std::string why = result.search.failure;  // copied first: `result` is moved in the call
+    return search_failed(std::move(result), PlaceFailure::kNone, std::move(why), request, cluster,
+                         context, allowed);
+  }
+  return place(std::move(result), usable);
 }
 
 }  // namespace flotilla::planner
