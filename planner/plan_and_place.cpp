@@ -107,6 +107,7 @@ SearchRequest search_request(const PlaceRequest& request, const ModelSpec& model
   search.options.tp_degrees = request.worker.tp_degrees;
   search.options.uniform_tp = request.worker.uniform_tp;
   search.options.micro_batch_sizes = request.worker.micro_batch_sizes;
+  search.options.dp_degrees = request.worker.dp_degrees;
   search.options.max_plans = request.max_plans;
   search.options.max_rejections = request.max_rejections;
   return search;

@@ -36,6 +36,7 @@ struct WorkerConstraints {
   std::vector<int> tp_degrees = {1, 2, 4, 8};  // TP degrees the worker runs
   bool uniform_tp = false;                     // one TP degree for all stages
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  // {k}: a fixed micro-batch size
+  std::vector<int> dp_degrees;  // {d}: a fixed data-parallel degree (strict rescale); empty: any
 };
 
 // Flotilla's reference worker (worker/): no tensor parallelism.

@@ -53,6 +53,9 @@ struct SearchConstraints {
 struct SearchOptions {
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};
   std::vector<int> tp_degrees = {1, 2, 4, 8};  // {1}: the reference worker (no TP)
+  // Data-parallel degrees allowed; empty: every D that divides the micro-batches. A job that
+  // rescales under strict elasticity keeps its D (and micro-batch size), so only PP changes.
+  std::vector<int> dp_degrees;
   // One TP degree for every stage (Megatron-LM's tensor_model_parallel_size is global): the
   // search runs once per degree in tp_degrees and merges the rankings. GPU types may still
   // differ between stages. The micro-batch size is always one for all stages (plan.h).

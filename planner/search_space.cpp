@@ -71,8 +71,10 @@ std::vector<int> micro_batch_sizes(const SearchRequest& request) {
 std::vector<int> dp_degrees(const SearchRequest& request, int micro_batch_size, int max_gpus) {
   std::vector<int> degrees;
   const int sequences = request.global_batch_size / micro_batch_size;
+  const std::vector<int>& allowed = request.options.dp_degrees;
   for (int d = 1; d <= sequences && d <= max_gpus; ++d) {
-    if (sequences % d == 0) degrees.push_back(d);
+    if (sequences % d != 0) continue;
+    if (allowed.empty() || std::find(allowed.begin(), allowed.end(), d) != allowed.end()) degrees.push_back(d);
   }
   return degrees;
 }

@@ -124,6 +124,27 @@ TEST(PlanAndPlace, ReferenceWorkerGetsOnlyTpOneStages) {
     for (const Stage& stage : ranked.plan.stages) EXPECT_EQ(stage.tp, 1) << describe_plan(ranked.plan);
 }
 
+// A strict rescale keeps the data-parallel degree: with dp_degrees = {2}, every ranked plan has
+// two replicas per stage, and the same request without it finds plans with other degrees.
+TEST(PlanAndPlace, FixedDataParallelDegreeIsKept) {
+  const World world;
+  ClusterSpec cluster;
+  cluster.nodes = {node("a0", "A100-40", 8), node("v0", "V100-16", 8)};
+  PlaceRequest request = request_for(small_llama(), 16);
+  request.worker = reference_worker_constraints();
+  request.worker.dp_degrees = {2};
+  const PlaceResult fixed = plan_and_place(request, cluster, world.context());
+  expect_valid_placement(fixed, cluster);
+  for (const RankedPlan& ranked : fixed.search.plans)
+    for (const Stage& stage : ranked.plan.stages) EXPECT_EQ(stage.dp(), 2) << describe_plan(ranked.plan);
+  request.worker.dp_degrees = {};
+  const PlaceResult free = plan_and_place(request, cluster, world.context());
+  ASSERT_TRUE(free.ok()) << free.message;
+  bool other_degree = false;
+  for (const RankedPlan& ranked : free.search.plans) other_degree |= ranked.plan.stages[0].dp() != 2;
+  EXPECT_TRUE(other_degree) << "the unconstrained search should rank plans with other DP degrees";
+}
+
 TEST(PlanAndPlace, MegatronWorkerGetsOneTpForAllStages) {
   // V100-16 cannot hold the slice whole; mixing V100 and A100 stages at different TP degrees
   // is what the free search may do, one TP for the whole plan is what Megatron-LM runs.
