@@ -81,6 +81,7 @@ std::string encode_pod_plan(const PodPlan& p) {
             {"seed", p.seed},
             {"globalBatchSize", p.global_batch_size},
             {"microBatchSize", p.micro_batch_size},
+            {"virtualShards", p.virtual_shards},
             {"trainSteps", p.train_steps},
             {"worldSize", p.world_size},
             {"pp", p.pp},
@@ -111,6 +112,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   p.seed = r.get<std::int64_t>("seed", 1234, false);
   p.global_batch_size = r.get<int>("globalBatchSize", 0, true);
   p.micro_batch_size = r.get<int>("microBatchSize", 0, true);
+  p.virtual_shards = r.get<int>("virtualShards", 1, false);
   p.train_steps = r.get<std::int64_t>("trainSteps", 0, true);
   p.world_size = r.get<int>("worldSize", 0, true);
   p.pp = r.get<int>("pp", 0, true);
@@ -130,6 +132,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   r.require(p.worker_kind == "flotilla" || p.worker_kind == "megatron", "workerKind must be flotilla or megatron");
   r.require(p.global_batch_size >= 1 && p.micro_batch_size >= 1 && p.train_steps >= 1,
             "globalBatchSize, microBatchSize and trainSteps must be at least 1");
+  r.require(p.virtual_shards >= 1 && p.virtual_shards % p.dp == 0, "virtualShards must be a multiple of dp");
   r.require(p.pp >= 1 && p.dp >= 1 && p.tp >= 1 && p.world_size == p.pp * p.dp * p.tp,
             "worldSize must be pp x dp x tp, each at least 1");
   r.require(!p.ranks.empty(), "ranks must name at least one global rank");

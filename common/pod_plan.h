@@ -45,6 +45,9 @@ struct PodPlan {
   std::int64_t seed = 1234;
   int global_batch_size = 1;
   int micro_batch_size = 1;
+  // The worker's V: fixed for the job's life (the largest DP it may reach); any DP dividing it
+  // gives the same bits (worker/runtime/data_loader.h).
+  int virtual_shards = 1;
   std::int64_t train_steps = 1;
   int world_size = 1;
   int pp = 1;

@@ -15,6 +15,7 @@ flotilla::PodPlan sample_plan() {
   p.model = "small";
   p.global_batch_size = 8;
   p.micro_batch_size = 2;
+  p.virtual_shards = 4;
   p.train_steps = 30;
   p.world_size = 6;
   p.pp = 3;
@@ -50,6 +51,7 @@ TEST(PodPlan, RoundTripsEveryField) {
   EXPECT_EQ(back.partition, p.partition);
   EXPECT_EQ(back.ranks, p.ranks);
   EXPECT_EQ(back.world_size, 6);
+  EXPECT_EQ(back.virtual_shards, 4);
   EXPECT_EQ(back.checkpoint_every_steps, 5);
   EXPECT_EQ(back.rendezvous_pod, "demo-w-0");
   EXPECT_EQ(flotilla::encode_pod_plan(back), flotilla::encode_pod_plan(p));
