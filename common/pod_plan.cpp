@@ -132,7 +132,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   r.require(p.worker_kind == "flotilla" || p.worker_kind == "megatron", "workerKind must be flotilla or megatron");
   r.require(p.global_batch_size >= 1 && p.micro_batch_size >= 1 && p.train_steps >= 1,
             "globalBatchSize, microBatchSize and trainSteps must be at least 1");
-  r.require(p.virtual_shards >= 1 && p.virtual_shards % p.dp == 0, "virtualShards must be a multiple of dp");
+  r.require(p.virtual_shards >= 1 && p.dp >= 1 && p.virtual_shards % p.dp == 0, "virtualShards must be a multiple of dp");
   r.require(p.pp >= 1 && p.dp >= 1 && p.tp >= 1 && p.world_size == p.pp * p.dp * p.tp,
             "worldSize must be pp x dp x tp, each at least 1");
   r.require(!p.ranks.empty(), "ranks must name at least one global rank");
