@@ -12,6 +12,7 @@
 #include "worker/model/optimizer.h"
 #include "worker/model/stage.h"
 #include "worker/runtime/checkpoint.h"
+#include "common/progress_line.h"
 #include "process/stop_flag.h"
 #include "worker/runtime/nccl_communicator.h"
 #include "worker/runtime/pipeline_schedule.h"
@@ -489,23 +490,23 @@ void RankRunner::train_step(std::int64_t step) {
                       train_seconds_, decision[2]);
   }
   const double step_tokens = static_cast<double>(g_.global_batch) * o_.model.seq_len;
-  progress_->write_line(json{{"event", "step"},
-                             {"rank", rank_},
-                             {"stage", stage_},
-                             {"dp_index", dpi_},
-                             {"step", step},
-                             {"loss", decision[2]},
-                             {"grad_norm", decision[3]},
-                             {"lr", learning_rate(o_.train, step)},
-                             {"tokens_per_s", step_tokens / step_s},
-                             {"step_seconds", step_s},
-                             {"pipeline_seconds", pipeline_s},
-                             {"dp_reduce_seconds", reduce_s},
-                             {"first_global_micro_batch", dpi_ * n_local_},
-                             {"forward_seconds", fwd_s},
-                             {"backward_seconds", bwd_s},
-                             {"time_unix_ms", unix_time_ms()}}
-                            .dump());
+  StepProgress line;
+  line.rank = rank_;
+  line.stage = stage_;
+  line.dp_index = dpi_;
+  line.step = step;
+  line.loss = decision[2];
+  line.grad_norm = decision[3];
+  line.lr = learning_rate(o_.train, step);
+  line.tokens_per_s = step_tokens / step_s;
+  line.step_seconds = step_s;
+  line.pipeline_seconds = pipeline_s;
+  line.dp_reduce_seconds = reduce_s;
+  line.first_global_micro_batch = static_cast<std::int64_t>(dpi_) * n_local_;
+  line.forward_seconds = fwd_s;
+  line.backward_seconds = bwd_s;
+  line.time_unix_ms = unix_time_ms();
+  progress_->write_line(format_step_line(line));
 }
 
 void RankRunner::checkpoint(std::int64_t completed_steps) {
