@@ -185,8 +185,11 @@ std::vector<pid_t> container_processes(pid_t leader, unsigned long long leader_s
 // Signals the container's group and every process container_processes() finds; with SIGKILL,
 // looks again (bounded) until nothing is left, so a process forking in a loop cannot escape
 // between the scan and the kill. Returns how many processes it signalled.
-int signal_container(pid_t leader, unsigned long long leader_start, const std::string& marker, int sig) {
-  if (leader > 1) process::signal_group(leader, sig);
+// `leader_unreaped`: the leader is our child and not reaped yet, so its group id is still ours
+// and the group can be signalled directly (else only what the scan finds is signalled).
+int signal_container(pid_t leader, unsigned long long leader_start, const std::string& marker, int sig,
+                     bool leader_unreaped) {
+  if (leader_unreaped && leader > 1) process::signal_group(leader, sig);
   int signalled = 0;
   for (int pass = 0; pass < (sig == SIGKILL ? 20 : 1); ++pass) {
     auto victims = container_processes(leader, leader_start, marker);
@@ -225,20 +228,19 @@ void Kubelet::stop() {
   std::lock_guard lock(mutex_);
   for (auto& [uid, run] : runs_) kill_run(run, SIGTERM);
   auto deadline = Clock::now() + options_.shutdown_grace;
-  std::set<pid_t> reaped;
   for (;;) {
     bool any = false;
-    for (auto& [pid, where] : pid_index_) {
-      if (pid <= 0 || reaped.count(pid)) continue;
-      if (process::try_reap(pid)) reaped.insert(pid);
-      else any = true;
-    }
+    for (auto& [pid, where] : pid_index_)
+      if (pid > 0 && !process::has_exited(pid)) any = true;
     if (!any || Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Nothing is reaped yet, so every leader's ids are still ours.
   for (auto& [uid, run] : runs_) kill_run(run, SIGKILL);
-  for (auto& [pid, where] : pid_index_)
-    if (!reaped.count(pid)) process::reap(pid);
+  for (auto& [pid, where] : pid_index_) {
+    process::signal_group(pid, SIGKILL);  // also containers of pods already forgotten
+    process::reap(pid);
+  }
   pid_index_.clear();
   for (auto& [uid, run] : runs_)
     for (auto& c : run.containers) c.running = false;
@@ -567,7 +569,7 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
 
 void Kubelet::kill_run(Run& run, int sig) {
   for (auto& c : run.containers)
-    if (c.running && c.pid > 0) signal_container(c.pid, c.start_time, c.marker, sig);
+    if (c.running && c.pid > 0) signal_container(c.pid, c.start_time, c.marker, sig, true);
 }
 
 void Kubelet::save_process_records() {
@@ -606,7 +608,7 @@ void Kubelet::reap_previous_run() {
     const unsigned long long start = r.value("startTime", 0ULL);
     const std::string marker = r.value("marker", "");
     if (pid <= 1 && marker.empty()) continue;
-    const int killed = signal_container(pid, start, marker, SIGKILL);
+    const int killed = signal_container(pid, start, marker, SIGKILL, false);
     if (killed > 0)
       std::cerr << "flotilla-devcluster: killed " << killed << " process(es) left by a previous run of pod "
                 << r.value("namespace", "") << "/" << r.value("pod", "") << " container " << r.value("container", "")
@@ -677,15 +679,20 @@ void Kubelet::publish_status(Run& run) {
 void Kubelet::reap_children() {
   std::vector<pid_t> exited;
   for (const auto& [pid, where] : pid_index_) {
+    if (!process::has_exited(pid)) continue;
+    auto run_it = runs_.find(where.first);
+    // The session may still hold children, and some may have left it: they go with the leader,
+    // while it is an unreaped zombie (so its ids cannot have been reused).
+    if (run_it != runs_.end()) {
+      const Container& c = run_it->second.containers[where.second];
+      signal_container(pid, c.start_time, c.marker, SIGKILL, true);
+    }
     auto status = process::try_reap(pid);
     if (!status) continue;
     exited.push_back(pid);
-    auto run_it = runs_.find(where.first);
     if (run_it == runs_.end()) continue;
     Run& run = run_it->second;
     Container& c = run.containers[where.second];
-    // The session may still hold children, and some may have left it: they go with the leader.
-    signal_container(pid, c.start_time, c.marker, SIGKILL);
     c.running = false;
     c.terminated = true;
     c.exit_code = status->shell_code();

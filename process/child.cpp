@@ -24,13 +24,11 @@ Child& Child::operator=(Child&& other) noexcept {
 }
 
 Child::~Child() {
-  if (!valid()) return;
-  // The group may hold children of the child even when the leader is gone.
+  if (!valid() || status_) return;  // already reaped: its pid (and group id) may be reused
+  // Not reaped (running or a zombie), so the ids are still ours: the group goes with it.
   if (pgid_ > 0) process::signal_group(pgid_, SIGKILL);
-  if (!status_) {
-    ::kill(pid_, SIGKILL);
-    status_ = reap(pid_);
-  }
+  ::kill(pid_, SIGKILL);
+  status_ = reap(pid_);
 }
 
 std::optional<ExitStatus> Child::poll() {

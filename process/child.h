@@ -1,18 +1,21 @@
 // A handle on one spawned child: poll, wait with a deadline, signal it or its group, stop it.
 //
 // Guarantees:
-//   - The handle owns the child: its destructor SIGKILLs the child's group (or the child, when
-//     it shares our group) and reaps it, unless it was reaped already or release()d. So a test
-//     or a kubelet that forgets a child leaves no process and no zombie behind.
+//   - The handle owns the child: if it is still unreaped when the handle is destroyed, the
+//     destructor SIGKILLs the child's group (or the child, when it shares our group) and reaps
+//     it, unless it was release()d. So a test or a launcher that forgets a child leaves no
+//     process and no zombie behind.
 //   - poll()/wait_*() reap only this pid (reap.h) and remember the status; calling them again
 //     returns the same status.
 //   - terminate(grace): SIGTERM to the group, wait up to `grace`, then SIGKILL to the group and
 //     wait; returns how it ended.
 // Assumes: one thread uses a Child at a time; the child is ours (made by spawn() or
 //   fork_call()).
-// Caveats: once the child is reaped its pid may be reused, so signals after that are not sent
-//   (signal() returns false). A group outlives its leader: signal_group() still reaches the
-//   remaining members after the leader was reaped.
+// Caveats: once the child is reaped its pid may be reused, so signals to it after that are not
+//   sent (signal() returns false) and the destructor leaves its group alone. A group outlives
+//   its leader: signal_group() still reaches the remaining members after the leader was reaped
+//   (terminate() does so right after the exit); that relies on Linux not reusing the id while
+//   any member lives.
 #pragma once
 
 #include <sys/types.h>

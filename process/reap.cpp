@@ -21,6 +21,15 @@ std::optional<ExitStatus> try_reap(pid_t pid) {
   }
 }
 
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  for (;;) {
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0)
+      return info.si_pid == pid;
+    if (errno != EINTR) return true;  // ECHILD: not (or no longer) ours
+  }
+}
+
 std::optional<ExitStatus> reap_until(pid_t pid, std::chrono::steady_clock::time_point deadline) {
   auto pause = std::chrono::milliseconds(1);
   for (;;) {

@@ -19,6 +19,9 @@ namespace flotilla::process {
 
 // The status if the child has exited (and reaps it), nullopt while it runs.
 std::optional<ExitStatus> try_reap(pid_t pid);
+// Whether the child has exited, without reaping it: while it stays a zombie its pid and
+// group id cannot be reused, so its group can still be signalled safely.
+bool has_exited(pid_t pid);
 // Waits until the child exits or `deadline` passes (nullopt then; the child keeps running).
 std::optional<ExitStatus> reap_until(pid_t pid, std::chrono::steady_clock::time_point deadline);
 // Blocks until the child exits.
