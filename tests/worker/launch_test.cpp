@@ -162,7 +162,12 @@ TEST(LaunchStartJob, RelaunchStopsTheRunningLauncherFirst) {
   request.checkpoint_dir = dir / "ck";
   request.stop_running_job = true;
   request.stop_timeout = 10s;
-  request.spawn = [](process::ProcessGroup& group) { group.spawn("/bin/sh", {"-c", "exit 0"}, {}); };
+  pid_t reported = 0;
+  request.on_stopped = [&](pid_t pid) { reported = pid; };
+  request.spawn = [&](process::ProcessGroup& group) {
+    EXPECT_EQ(reported, old.pid()) << "on_stopped comes before the spawn";
+    group.spawn("/bin/sh", {"-c", "exit 0"}, {});
+  };
   StartedJob job = start_job(request);
   ASSERT_TRUE(job.ok()) << job.error;
   EXPECT_EQ(job.stopped_pid, old.pid());

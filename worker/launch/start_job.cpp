@@ -39,6 +39,7 @@ StartedJob start_job(const JobStart& request) {
                     "the running job on '" + dir + "' did not stop within " +
                         describe(request.stop_timeout) + " of SIGTERM",
                     1);
+    if (job.stopped_pid > 0 && request.on_stopped) request.on_stopped(job.stopped_pid);
   }
   if (request.identity)
     if (std::string e = check_resume_compatibility(request.checkpoint_dir, *request.identity);

@@ -40,6 +40,8 @@ struct JobStart {
   // What the newest checkpoint must match; nullopt skips the early check (the ranks still
   // check when they load).
   std::optional<ResumeIdentity> identity;
+  // Called once step 1 has stopped a running launcher (its pid), before step 2.
+  std::function<void(pid_t)> on_stopped;
   std::function<void(process::ProcessGroup&)> spawn;
 };
 

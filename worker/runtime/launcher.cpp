@@ -149,10 +149,11 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
       group.spawn(exe, rank_args, env);
     }
   };
-  StartedJob job = start_job(request);
-  if (job.stopped_pid > 0 && !job.stop_timed_out)
+  request.on_stopped = [](pid_t stopped) {
     std::fprintf(stderr, "flotilla-worker: stopped launcher %d at a checkpoint\n",
-                 static_cast<int>(job.stopped_pid));
+                 static_cast<int>(stopped));
+  };
+  StartedJob job = start_job(request);
   if (!job.ok()) return fail(job.error, job.exit_code);
   process::ProcessGroup& group = *job.group;
   const std::chrono::milliseconds kill_grace(3000);
