@@ -543,14 +543,20 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
   spawn.exec_failure = process::ExecFailure::kExit;  // exit 127 with the reason in the log
   pid_t pid = -1;
   if (!argv.empty()) {
+    // Recorded before the fork, so a crash between the fork and the record below still leaves
+    // the marker for the next start to find.
+    starting_marker_ = k.marker;
+    save_process_records();
     try {
       pid = process::spawn(spawn).release();  // reaped by reap_children() through pid_index_
     } catch (const std::exception& e) {
       std::cerr << "flotilla-devcluster: cannot start container " << k.name << " of pod " << run.ns << "/"
                 << run.name << ": " << e.what() << "\n";
     }
+    starting_marker_.clear();
   }
   if (pid < 0) {
+    save_process_records();
     k.terminated = true;
     k.exit_code = 128;
     k.reason = "StartError";
@@ -579,6 +585,7 @@ void Kubelet::save_process_records() {
       if (c.running && c.pid > 0)
         records.push_back({{"namespace", run.ns}, {"pod", run.name}, {"uid", uid}, {"container", c.name},
                            {"pid", c.pid}, {"startTime", c.start_time}, {"marker", c.marker}});
+  if (!starting_marker_.empty()) records.push_back({{"pid", 0}, {"startTime", 0}, {"marker", starting_marker_}});
   std::error_code ec;
   std::filesystem::create_directories(options_.pods_dir, ec);
   const auto path = options_.pods_dir / "processes.json";
@@ -603,16 +610,24 @@ void Kubelet::reap_previous_run() {
     return;
   }
   for (const auto& r : records) {
-    if (!r.is_object()) continue;
-    const pid_t pid = r.value("pid", 0);
-    const unsigned long long start = r.value("startTime", 0ULL);
-    const std::string marker = r.value("marker", "");
+    pid_t pid = 0;
+    unsigned long long start = 0;
+    std::string marker, who;
+    try {  // a hand-edited file must not stop devcluster from starting
+      pid = r.at("pid").get<pid_t>();
+      start = r.at("startTime").get<unsigned long long>();
+      marker = r.at("marker").get<std::string>();
+      who = r.contains("pod") ? "pod " + r.value("namespace", "") + "/" + r.value("pod", "") + " container " +
+                                    r.value("container", "")
+                              : marker;
+    } catch (const Json::exception&) {
+      std::cerr << "flotilla-devcluster: ignoring a malformed entry of " << path.string() << ": " << r.dump() << "\n";
+      continue;
+    }
     if (pid <= 1 && marker.empty()) continue;
     const int killed = signal_container(pid, start, marker, SIGKILL, false);
     if (killed > 0)
-      std::cerr << "flotilla-devcluster: killed " << killed << " process(es) left by a previous run of pod "
-                << r.value("namespace", "") << "/" << r.value("pod", "") << " container " << r.value("container", "")
-                << "\n";
+      std::cerr << "flotilla-devcluster: killed " << killed << " process(es) left by a previous run of " << who << "\n";
   }
   std::error_code ec;
   std::filesystem::remove(path, ec);

@@ -125,6 +125,7 @@ class Kubelet {
   std::map<std::string, Run> runs_;  // by pod uid
   std::map<pid_t, std::pair<std::string, size_t>> pid_index_;
   std::set<std::string> pending_;  // "ns/name" waiting for a node
+  std::string starting_marker_;    // the container being spawned, recorded before its fork
   bool pending_dirty_ = true;
   bool gc_dirty_ = true;
   uint64_t cursor_ = 0;

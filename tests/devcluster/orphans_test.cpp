@@ -135,3 +135,25 @@ TEST_F(DevclusterOrphans, DeletingThePodKillsAReparentedGrandchild) {
   ASSERT_TRUE(eventually([&] { return dc.call("GET", "/api/v1/namespaces/default/pods/daemon").first == 404; }));
   EXPECT_TRUE(eventually([&] { return !alive(escaped); }, 5s)) << "sleep " << d << " survived the pod";
 }
+
+// A record written just before a container's fork (marker only, no pid yet) is enough for the
+// next start to find the container's processes; malformed entries are skipped with a line.
+TEST_F(DevclusterOrphans, StartKillsWhatAMarkerOnlyRecordNamesAndSkipsMalformedEntries) {
+  dc.stop();
+  const std::string e = arg(2006);
+  const std::string uid = "orphans-test-" + std::to_string(::getpid());
+  fp::SpawnOptions o;
+  o.argv = {"sh", "-c", "setsid sleep " + e + " & wait"};
+  o.env = {{"FLOTILLA_DEVCLUSTER_CONTAINER", uid + "/main"}};
+  fp::Child shell = fp::spawn(o);
+  ASSERT_TRUE(eventually([&] { return sleeps(e).size() == 1; }));
+  const pid_t escaped = sleeps(e)[0];
+  Json records = Json::array({Json{{"pid", 0}, {"startTime", 0}, {"marker", "FLOTILLA_DEVCLUSTER_CONTAINER=" + uid + "/main"}},
+                              Json{{"pid", "not a pid"}}, Json(5)});
+  write_text(dc.data_dir() / "pods" / "processes.json", records.dump());
+  ASSERT_TRUE(dc.start()) << dc.log();
+  EXPECT_TRUE(eventually([&] { return !alive(escaped); }, 5s)) << dc.log();
+  EXPECT_TRUE(shell.wait_for(5s)) << "the shell carries the marker too";
+  EXPECT_NE(dc.log().find("ignoring a malformed entry"), std::string::npos) << dc.log();
+  EXPECT_FALSE(fs::exists(dc.data_dir() / "pods" / "processes.json.tmp"));
+}
