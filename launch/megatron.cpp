@@ -1,6 +1,7 @@
 #include "launch/megatron.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string_view>
@@ -212,6 +213,10 @@ fp::Result<MegatronLaunch> render_megatron(const MegatronJob& job, const Megatro
     return R::failure("master port " + str(options.master_port) + " is not in 1..65535");
   if (options.train_steps < 1 || options.save_interval_steps < 1)
     return R::failure("train steps and save interval must be positive");
+  if (!(options.learning_rate > 0) || !std::isfinite(options.learning_rate))
+    return R::failure("learning rate must be a positive finite number");
+  if (options.script.empty() || options.checkpoint_path.empty())
+    return R::failure("the script and the checkpoint path must not be empty");
 
   MegatronLaunch out;
   out.tp = job.stages.front().tp;
