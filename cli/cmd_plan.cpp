@@ -278,7 +278,7 @@ nlohmann::json launch_json(const flotilla::launch::MegatronLaunch& launch, const
   for (const flotilla::launch::PodLaunch& pod : launch.pods) {
     nlohmann::json env = nlohmann::json::object();
     for (const flotilla::launch::EnvVar& e : pod.env) env[e.name] = e.value;
-    pods.push_back({{"node_rank", pod.node_rank}, {"node", pod.node}, {"gpus", pod.gpus},
+    pods.push_back({{"node_rank", pod.node_rank}, {"node", pod.node}, {"gpu_type", pod.gpu_type}, {"gpus", pod.gpus},
                     {"env", env}, {"argv", pod.argv}, {"command", pod.command()}});
   }
   return {{"launcher", launcher}, {"tp", launch.tp}, {"pp", launch.pp}, {"dp", launch.dp},

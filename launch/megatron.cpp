@@ -279,6 +279,7 @@ fp::Result<MegatronLaunch> render_megatron(const MegatronJob& job, const Megatro
     PodLaunch pod;
     pod.node_rank = r;
     pod.node = node_of_rank[r * g];
+    pod.gpu_type = job.stages[(r * g) / (out.tp * out.dp)].gpu_type;
     pod.gpus = g;
     pod.first_global_rank = r * g;
     if (out.tp > 1) pod.env.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1"});

@@ -86,6 +86,7 @@ struct EnvVar {
 struct PodLaunch {
   int node_rank = 0;
   std::string node;
+  std::string gpu_type;          // the GPU type of the stage(s) its ranks belong to
   int gpus = 0;
   int first_global_rank = 0;     // node_rank * gpus
   std::vector<EnvVar> env;

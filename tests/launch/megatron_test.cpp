@@ -274,6 +274,7 @@ TEST(MegatronLaunch, PlansFromPlanAndPlacePutEveryRankOnItsStagesGpuType) {
     std::map<std::string, int> gpus_by_node;
     for (const PodLaunch& pod : launch->pods) {
       gpus_by_node[pod.node] += pod.gpus;
+      EXPECT_EQ(pod.gpu_type, type_of[pod.node]) << name;
       for (int r = pod.first_global_rank; r < pod.first_global_rank + pod.gpus; ++r)
         EXPECT_EQ(type_of[pod.node], plan.stages[r / per_stage].replicas.front().gpu_type)
             << name << " rank " << r;
