@@ -15,7 +15,10 @@ parsed source (the same rules, stated in its _extract_type and _build_argparse_k
   - Optional[T] / T | None -> T; list[T] -> nargs '+'; Literal[...] -> choices; Enum -> its
     member names as choices; argparse_meta keys override what was inferred;
   - fields named in exclude=[...] and fields with init=False are skipped; base classes first.
-Plain add_argument calls anywhere in the given files are read as written. Debian's torch is
+Plain add_argument calls anywhere in the given files are read as written. Where a type or
+choices is not a literal (type=lambda ..., choices=SOME_LIST) it is reported as "unknown" / null
+and only the flag's existence and arity are checked (looser, never a false failure). A dataclass
+name defined in several files stops the script rather than guessing. Debian's torch is
 too old to import Megatron (see the snapshot's SNAPSHOT.md), hence reading instead of importing.
 """
 import ast
@@ -49,7 +52,8 @@ class Index:
 
     def __init__(self, root):
         self.classes = {}
-        for base, _, files in os.walk(os.path.join(root, "megatron")):
+        for base, dirs, files in os.walk(os.path.join(root, "megatron")):
+            dirs.sort()  # a deterministic order on every file system
             for f in sorted(files):
                 if not f.endswith(".py"):
                     continue
@@ -130,8 +134,12 @@ def infer_type(annotation, index):
     return "unknown", None, None
 
 
-def dataclass_fields(index, cls_name, seen=None):
-    """[(name, annotation, value)] of a dataclass, base classes' fields first."""
+def dataclass_fields(index, cls_name):
+    """[(name, annotation, value, origin)] of a dataclass, base classes' fields first."""
+    defs = [d for d in index.classes.get(cls_name, [])
+            if any("dataclass" in ast.unparse(x) for x in d[1].decorator_list)]
+    if len(defs) > 1:  # fail loudly rather than guess which one the factory is given
+        raise SystemExit(f"dataclass {cls_name} is defined in several files: {[d[0] for d in defs]}")
     path, node = index.find(cls_name)
     if node is None:
         raise SystemExit(f"class {cls_name} not found in the snapshot")
