@@ -129,10 +129,12 @@ class SidecarCluster : public ::testing::Test {
   fs::path work(const std::string& pod) const { return dir_ / ("work-" + pod); }
 
   void create_pod(const std::string& pod, const PodPlan& p, double rendezvous_timeout_s = 20,
-                  Json extra_env = Json::array(), int grace_s = 30) {
+                  Json extra_env = Json::array(), int grace_s = 30,
+                  const std::vector<std::string>& extra_args = {}) {
     Json command = {sidecar_binary(), "--kubeconfig", dc_->kubeconfig().string(), "--worker-binary",
                     worker_binary(), "--work-dir", work(pod).string(), "--report-interval-ms", "200",
                     "--rendezvous-timeout-s", std::to_string(rendezvous_timeout_s)};
+    for (const auto& a : extra_args) command.push_back(a);
     Json body = {{"apiVersion", "v1"},
                  {"kind", "Pod"},
                  {"metadata",

@@ -178,5 +178,57 @@ TEST_F(Sidecar, PodDeletionCheckpointsAndExitsZeroWithinTheGracePeriod) {
   EXPECT_EQ(newest, count_lines(dir_ / "loss.txt"));
   EXPECT_GE(newest, 3);
 }
+
+TEST_F(Sidecar, CrashInATwoPodWorldIsFailedUntilTheOperatorBumpsTheEpoch) {
+  const int steps = 40;
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0}, steps));
+  create_pod("p1", plan(2, {1}, steps));
+  ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 4; }, 30s));
+  Json victim = start_event(*this, "p1", "progress-e1-a1", 1);
+  ASSERT_FALSE(victim.is_null());
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim["pid"].get<long>()), SIGKILL), 0);
+  // Neither pod can restart the world alone: both report Failed for epoch 1 and wait.
+  ASSERT_TRUE(reports("p1", 1, PodState::kFailed, 20s)) << phase("p1");
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  EXPECT_FALSE(report("p1")->message.empty());
+  // The operator bumps the epoch (same layout), waits for Stopped, lifts the barrier.
+  PodPlan a = plan(2, {0}, steps, "p0", 2), b = plan(2, {1}, steps, "p0", 2);
+  a.barrier = b.barrier = 1;
+  patch_plan("p0", a);
+  patch_plan("p1", b);
+  ASSERT_TRUE(reports("p0", 2, PodState::kStopped, 20s));
+  ASSERT_TRUE(reports("p1", 2, PodState::kStopped, 20s));
+  a.barrier = b.barrier = 2;
+  patch_plan("p0", a);
+  patch_plan("p1", b);
+  ASSERT_TRUE(reports("p0", 2, PodState::kSucceeded, 50s)) << phase("p0");
+  ASSERT_TRUE(reports("p1", 2, PodState::kSucceeded, 20s)) << phase("p1");
+  EXPECT_EQ(loss(), ref);
+}
+
+TEST_F(Sidecar, APlanOfAnOlderEpochIsIgnored) {
+  PodPlan held = plan(2, {0, 1}, 8, "p0", 5);
+  held.barrier = 4;
+  create_pod("p0", held);
+  ASSERT_TRUE(reports("p0", 5, PodState::kWaiting, 20s));
+  patch_plan("p0", plan(2, {0, 1}, 8, "p0", 3));  // stale, and its barrier is lifted
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(report("p0")->epoch, 5);
+  EXPECT_EQ(report("p0")->state, PodState::kWaiting);
+  EXPECT_FALSE(fs::exists(work("p0") / "rank-0.log")) << "no worker started for the stale plan";
+}
+
+TEST_F(Sidecar, GivesUpAfterMaxRestartsAndExitsNonZero) {
+  PodPlan broken = plan(2, {0, 1}, 8);
+  broken.data_path = (dir_ / "no-such-corpus.txt").string();  // every attempt fails at once
+  create_pod("p0", broken, 20, Json::array(), 30, {"--max-restarts", "2"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 30s)) << phase("p0");
+  auto r = report("p0");
+  EXPECT_EQ(r->restarts, 2);
+  EXPECT_EQ(r->message.rfind("gave up after 2 restarts: ", 0), 0u) << r->message;
+  EXPECT_NE(r->message.find("no-such-corpus"), std::string::npos) << r->message;
+  EXPECT_TRUE(wait_until([&] { return phase("p0") == "Failed"; }, 10s)) << phase("p0");
+}
 }  // namespace
 }  // namespace flotilla::sidecar::testing
