@@ -196,6 +196,8 @@ class Sidecar {
 
   void begin_rendezvous() {
     event("barrier_lifted");
+    if (attempt_epoch_ != st_.epoch) attempt_ = 0;  // attempts count per epoch
+    attempt_epoch_ = st_.epoch;
     ++attempt_;
     if (plan_->rendezvous_pod.empty() || plan_->rendezvous_pod == o_.pod_name) {
       Rendezvous r{st_.epoch, pod_ip_, process::pick_free_port()};
@@ -283,6 +285,7 @@ class Sidecar {
   ProgressTail tail_;
   ProgressSummary summary_;
   int attempt_ = 0;
+  std::int64_t attempt_epoch_ = 0;
   bool awaiting_rdv_ = false;
   Clock::time_point rdv_deadline_, next_rdv_poll_;
   Rendezvous rdv_;
