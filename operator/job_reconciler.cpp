@@ -1,6 +1,7 @@
 #include "operator/job_reconciler.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace flotilla::op {
@@ -73,6 +74,21 @@ void event(Context& c, const std::string& type, const std::string& reason, const
   c.actions.events.push_back({type, reason, message});
 }
 
+// A new pod is created only once its node has the GPUs free (the kubelet refuses a pod that does
+// not fit, e.g. while the job's old pod there still terminates); the deletion's watch event
+// reconciles again and creates it then.
+struct NodeRoom {
+  const ClusterView& cluster;
+  std::map<std::string, int> taken;
+  bool take(const PlanPod& pod) {
+    const NodeView* node = cluster.find(pod.node);
+    if (node == nullptr || !node->healthy) return false;
+    if (node->gpus - node->held() - taken[pod.node] < pod.gpus) return false;
+    taken[pod.node] += pod.gpus;
+    return true;
+  }
+};
+
 // Deletes every pod of the job that is not already going.
 void delete_all_pods(Context& c) {
   for (const PodObservation& p : c.job.pods)
@@ -83,13 +99,14 @@ void delete_all_pods(Context& c) {
 // create what is missing. `barrier` is the epoch the new workers may start from.
 void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
   std::set<std::string> wanted;
+  NodeRoom room{*c.job.cluster, {}};
   for (const PlanPod& pod : plan.pods) {
     wanted.insert(pod.name);
     const PodPlan pp = pod_plan_for(c.job.spec, plan, pod, barrier);
     const PodObservation* existing = find_pod(c.job, pod.name);
     if (existing != nullptr && !existing->deleting && live(*existing, *c.job.cluster))
       c.actions.annotate.emplace_back(pod.name, pp);
-    else if (existing == nullptr)
+    else if (existing == nullptr && room.take(pod))
       c.actions.create.push_back({pod, pp});
   }
   for (const PodObservation& p : c.job.pods)
@@ -155,13 +172,14 @@ bool barrier_can_lift(const Context& c, const JobPlan& plan) {
 // rewritten, and a pod of the job outside the plan is deleted (e.g. after a failed API call).
 void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
   std::set<std::string> names;
+  NodeRoom room{*c.job.cluster, {}};
   for (const PlanPod& pod : plan.pods) {
     names.insert(pod.name);
     const PodObservation* p = find_pod(c.job, pod.name);
     const PodPlan want = pod_plan_for(c.job.spec, plan, pod, barrier);
-    if (p == nullptr)
-      c.actions.create.push_back({pod, want});
-    else if (!p->deleting && (!p->plan || p->plan->epoch != want.epoch || p->plan->barrier != want.barrier))
+    if (p == nullptr) {
+      if (room.take(pod)) c.actions.create.push_back({pod, want});
+    } else if (!p->deleting && (!p->plan || p->plan->epoch != want.epoch || p->plan->barrier != want.barrier))
       c.actions.annotate.emplace_back(pod.name, want);
   }
   for (const PodObservation& p : c.job.pods)
@@ -177,8 +195,12 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   int gave_up = 0;
   std::string failure;
   for (const PlanPod& pod : plan.pods) {
+    // Lost: its node is gone or unhealthy, or the pod failed or is being deleted. A pod not
+    // in the cache yet (just created) is not lost: converge() creates it if it is missing.
     const PodObservation* p = find_pod(job, pod.name);
-    if (p == nullptr || !live(*p, *job.cluster)) lost += pod.gpus;
+    const NodeView* node = job.cluster->find(pod.node);
+    const bool node_ok = node != nullptr && node->healthy;
+    if (!node_ok || (p != nullptr && (p->deleting || p->phase == "Failed"))) lost += pod.gpus;
     if (p != nullptr && report_is(p, plan.epoch, {PodState::kFailed, PodState::kDegraded})) {
       failed = true;
       failure = p->name + ": " + p->report->message;

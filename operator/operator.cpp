@@ -150,7 +150,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   scaler::AllocatorInput input;
   input.free_gpus_by_type = view.free_by_type();
   input.use_benefit_check = options_.use_benefit_check;
-  std::vector<JobSpec> specs;
+  std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
   std::lock_guard lock(mu_);
   for (const Json& job : jobs) {
     auto parsed = parse_job_spec(job);
@@ -176,6 +176,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     a.overhead_s = options_.restart_overhead_s;
     a.min_rescale_interval_s = spec.min_rescale_interval_seconds;
     a.benefit_threshold = spec.benefit_threshold;
+    basis_epoch[spec.key()] = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
     if (auto plan = JobPlan::from_status(status.value("plan", Json())); plan && !plan->pods.empty()) {
       a.running = true;
       a.current_gpus = plan->gpus;
@@ -185,8 +186,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
         bool pod_alive = node != nullptr && node->healthy;
         for (const Json& p : pods)
           if (p["metadata"].value("name", "") == pod.name && p["metadata"].value("namespace", "") == spec.ns)
-            pod_alive = pod_alive && !p["metadata"].contains("deletionTimestamp") &&
-                        p.value("/status/phase"_json_pointer, std::string()) != "Failed";
+            // Deleting is not lost: the operator deletes pods itself during a rescale, and this
+            // pass may see that before the job's new status.
+            pod_alive = pod_alive && p.value("/status/phase"_json_pointer, std::string()) != "Failed";
         if (pod_alive) alive += pod.gpus;
       }
       a.gpus_alive = alive;
@@ -201,8 +203,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   for (const scaler::AllocatorDecision& d : decisions) {
     if (d.action == scaler::AllocAction::kWait) ++waiting;
     auto old = decisions_.find(d.key);
-    const bool changed = old == decisions_.end() || old->second.action != d.action ||
-                         old->second.target_gpus != d.target_gpus || old->second.reason_code != d.reason_code;
+    const bool changed = old == decisions_.end() || old->second.first.action != d.action ||
+                         old->second.first.target_gpus != d.target_gpus ||
+                         old->second.first.reason_code != d.reason_code || old->second.second != basis_epoch[d.key];
     if (changed) {
       if (const char* dir = direction_of(d.action); *dir)
         metrics_.inc("flotilla_scaling_decisions_total", {{"direction", dir}, {"reason", d.reason_code}});
@@ -211,7 +214,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
         metrics_.inc("flotilla_benefit_checks_total", {{"result", d.benefit->scale_up ? "pass" : "refuse"}});
       if (controller_ != nullptr) controller_->queue().add(d.key);
     }
-    decisions_[d.key] = d;
+    decisions_[d.key] = {d, basis_epoch[d.key]};
   }
   metrics_.set("flotilla_queue_depth", {}, waiting);
   record_metrics(ctx, view);
@@ -279,7 +282,13 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   obs.now = now_rfc3339();
   {
     std::lock_guard lock(mu_);
-    if (auto d = decisions_.find(key); d != decisions_.end()) obs.decision = d->second;
+    // A decision made on another epoch than the status now says (the caches of jobs and pods
+    // are separate watches) is not acted on: the next cluster pass decides again.
+    const std::int64_t epoch = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+    if (auto d = decisions_.find(key); d != decisions_.end() && d->second.second == epoch)
+      obs.decision = d->second.first;
+    else if (controller_ != nullptr)
+      controller_->queue().add(kube::cluster_pass_key());
   }
   const JobActions actions = reconcile_job(obs, eval_);
   if (actions.status) {

@@ -74,7 +74,8 @@ class Operator {
   kube::Controller* controller_ = nullptr;
   std::atomic<bool> ready_{false};
   std::mutex mu_;
-  std::map<std::string, scaler::AllocatorDecision> decisions_;
+  // key -> (decision, the status.plan.epoch it was made on)
+  std::map<std::string, std::pair<scaler::AllocatorDecision, std::int64_t>> decisions_;
   std::map<std::string, std::pair<std::string, JobTable>> tables_;  // key -> (signature, table)
   std::map<std::string, double> seen_created_;                      // key -> creation (s)
 };
