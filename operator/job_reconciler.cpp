@@ -249,7 +249,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       return;
     }
     phase(c, "Rescaling");
-    condition(c, "Rescaling", true, lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : d->reason_code, why);
+    const std::string reason = lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : d->reason_code;
+    condition(c, "Rescaling", true, reason, why);
+    event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
     return;
   }
   converge(c, plan, barrier);

@@ -66,18 +66,20 @@ class LocalCluster : public ::testing::Test {
     return run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " +
                        (dir_ / "state/kubeconfig").string() + " " + args);
   }
-  void apply_job(int steps) {
-    std::ofstream(dir_ / "job.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
-                                        "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: "
-                                     << steps << "\n  worker: {image: flotilla-worker:dev, data: "
-                                     << (dir_ / "data.txt").string()
-                                     << "}\n  checkpoint: {path: " << (dir_ / "ckpt").string()
-                                     << ", intervalSteps: 20}\n  elasticity: {minRescaleIntervalSeconds: 0}\n";
-    auto r = kubectl("apply -f " + (dir_ / "job.yaml").string());
+  void apply_job(int steps, const std::string& name = "demo", int priority = 0) {
+    const fs::path ckpt = name == "demo" ? dir_ / "ckpt" : dir_ / ("ckpt-" + name);
+    fs::create_directories(ckpt);
+    const fs::path file = dir_ / (name + ".yaml");
+    std::ofstream(file) << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: " << name
+                        << "}\nspec:\n  model: small\n  globalBatchSize: 8\n  priority: " << priority
+                        << "\n  trainSteps: " << steps << "\n  worker: {image: flotilla-worker:dev, data: "
+                        << (dir_ / "data.txt").string() << "}\n  checkpoint: {path: " << ckpt.string()
+                        << ", intervalSteps: 20}\n  elasticity: {minRescaleIntervalSeconds: 0}\n";
+    auto r = kubectl("apply -f " + file.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  std::string field(const std::string& jsonpath) {
-    return kubectl("get tj demo -o jsonpath={" + jsonpath + "}").output;
+  std::string field(const std::string& jsonpath, const std::string& job = "demo") {
+    return kubectl("get tj " + job + " -o jsonpath={" + jsonpath + "}").output;
   }
   bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -89,7 +91,7 @@ class LocalCluster : public ::testing::Test {
   }
   // An uninterrupted run of the same job (model, data, seed, batch geometry, steps).
   std::string reference_loss(int steps) {
-    const fs::path ref = dir_ / "ref";
+    const fs::path ref = dir_ / ("ref-" + std::to_string(steps));
     fs::create_directories(ref);
     auto r = run_command(bin("worker/flotilla-worker") +
                          " run --world-size 1 --pp 1 --dp 1 --model small --global-batch 8 --micro-batch 1 "
@@ -142,4 +144,22 @@ TEST_F(LocalCluster, ScalesUpThroughTheBenefitCheckThenShrinksOnNodeLossAndStays
   const std::string loss = slurp(dir_ / "ckpt/loss.log");
   EXPECT_EQ(std::count(loss.begin(), loss.end(), '\n'), 500);
   EXPECT_EQ(loss, reference_loss(500)) << "the loss log differs from an uninterrupted run";
+}
+
+// Two jobs compete: the first holds every GPU after scaling up; the second, of higher priority,
+// waits, the first gives back its scaled-up GPUs (FlexTrain §5.2), the second is admitted, and
+// both finish with loss logs equal to uninterrupted runs.
+TEST_F(LocalCluster, ASecondJobReclaimsTheFirstJobsScaledUpGpusAndBothFinish) {
+  apply_job(700);
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "4" && field(".status.phase") == "Running"; }, 60s))
+      << field(".status") << "\n" << events();
+  apply_job(120, "second", 1);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase", "second") == "Running"; }, 60s))
+      << field(".status", "second") << "\n" << field(".status") << "\n" << events();
+  EXPECT_LT(std::atoi(field(".status.plan.gpus").c_str()), 4) << "the first job gave GPUs back";
+  EXPECT_NE(events().find("Preempted"), std::string::npos) << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase", "second") == "Succeeded"; }, 90s)) << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 150s)) << field(".status") << "\n" << events();
+  EXPECT_EQ(slurp(dir_ / "ckpt-second/loss.log"), reference_loss(120));
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(700));
 }
