@@ -60,7 +60,7 @@ void rescale(Sidecar& t, const PodPlan& to, std::int64_t* stopped_at) {
 }
 
 TEST_F(Sidecar, PlannedRescaleTwoToThreeToTwoLosesAndRepeatsNoStep) {
-  const int steps = 60;
+  const int steps = 120;  // long enough that both rescales land before the end on a fast machine
   const std::string ref = reference_loss(steps);
   create_pod("p0", plan(2, {0, 1}, steps));
   ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 3; }, 30s));
