@@ -200,8 +200,13 @@ TEST_F(Sidecar, CrashInATwoPodWorldIsFailedUntilTheOperatorBumpsTheEpoch) {
   ASSERT_TRUE(reports("p0", 2, PodState::kStopped, 20s));
   ASSERT_TRUE(reports("p1", 2, PodState::kStopped, 20s));
   a.barrier = b.barrier = 2;
-  patch_plan("p0", a);
+  // p1 first: p0's rendezvous annotation still names epoch 1, which p1 must not use.
   patch_plan("p1", b);
+  ASSERT_TRUE(reports("p1", 2, PodState::kStarting, 10s));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(report("p1")->state, PodState::kStarting) << "started on epoch 1's rendezvous";
+  EXPECT_TRUE(progress_events("p1", "progress-e2").empty());
+  patch_plan("p0", a);
   ASSERT_TRUE(reports("p0", 2, PodState::kSucceeded, 50s)) << phase("p0");
   ASSERT_TRUE(reports("p1", 2, PodState::kSucceeded, 20s)) << phase("p1");
   EXPECT_EQ(loss(), ref);
