@@ -235,5 +235,13 @@ TEST_F(Sidecar, GivesUpAfterMaxRestartsAndExitsNonZero) {
   EXPECT_NE(r->message.find("no-such-corpus"), std::string::npos) << r->message;
   EXPECT_TRUE(wait_until([&] { return phase("p0") == "Failed"; }, 10s)) << phase("p0");
 }
+
+TEST_F(Sidecar, AWorkerKindItCannotRunIsFailedWithOneLine) {
+  PodPlan megatron = plan(1, {0}, 8);
+  megatron.worker_kind = "megatron";
+  create_pod("p0", megatron, 20, Json::array(), 30, {"--max-restarts", "0"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  EXPECT_NE(report("p0")->message.find("workerKind 'megatron'"), std::string::npos) << report("p0")->message;
+}
 }  // namespace
 }  // namespace flotilla::sidecar::testing
