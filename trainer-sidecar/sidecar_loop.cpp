@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "common/pod_plan.h"
@@ -227,6 +228,9 @@ class Sidecar {
     summary_.reset(plan_->pp);
     tail_ = ProgressTail(launch.progress_path);
     try {
+      if (plan_->worker_kind != "flotilla")
+        throw std::runtime_error("workerKind '" + plan_->worker_kind +
+                                 "' is not run by this sidecar yet (only flotilla)");
       workers_.start(*plan_, o_.worker_binary, o_.work_dir, launch, rdv_.addr, rdv_.port);
       event("spawned", {{"ranks", plan_->ranks}});
     } catch (const std::exception& e) {

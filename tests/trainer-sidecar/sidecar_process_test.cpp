@@ -60,7 +60,7 @@ void rescale(Sidecar& t, const PodPlan& to, std::int64_t* stopped_at) {
 }
 
 TEST_F(Sidecar, PlannedRescaleTwoToThreeToTwoLosesAndRepeatsNoStep) {
-  const int steps = 60;
+  const int steps = 120;  // long enough that both rescales land before the end on a fast machine
   const std::string ref = reference_loss(steps);
   create_pod("p0", plan(2, {0, 1}, steps));
   ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 3; }, 30s));
@@ -200,8 +200,13 @@ TEST_F(Sidecar, CrashInATwoPodWorldIsFailedUntilTheOperatorBumpsTheEpoch) {
   ASSERT_TRUE(reports("p0", 2, PodState::kStopped, 20s));
   ASSERT_TRUE(reports("p1", 2, PodState::kStopped, 20s));
   a.barrier = b.barrier = 2;
-  patch_plan("p0", a);
+  // p1 first: p0's rendezvous annotation still names epoch 1, which p1 must not use.
   patch_plan("p1", b);
+  ASSERT_TRUE(reports("p1", 2, PodState::kStarting, 10s));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(report("p1")->state, PodState::kStarting) << "started on epoch 1's rendezvous";
+  EXPECT_TRUE(progress_events("p1", "progress-e2").empty());
+  patch_plan("p0", a);
   ASSERT_TRUE(reports("p0", 2, PodState::kSucceeded, 50s)) << phase("p0");
   ASSERT_TRUE(reports("p1", 2, PodState::kSucceeded, 20s)) << phase("p1");
   EXPECT_EQ(loss(), ref);
@@ -229,6 +234,14 @@ TEST_F(Sidecar, GivesUpAfterMaxRestartsAndExitsNonZero) {
   EXPECT_EQ(r->message.rfind("gave up after 2 restarts: ", 0), 0u) << r->message;
   EXPECT_NE(r->message.find("no-such-corpus"), std::string::npos) << r->message;
   EXPECT_TRUE(wait_until([&] { return phase("p0") == "Failed"; }, 10s)) << phase("p0");
+}
+
+TEST_F(Sidecar, AWorkerKindItCannotRunIsFailedWithOneLine) {
+  PodPlan megatron = plan(1, {0}, 8);
+  megatron.worker_kind = "megatron";
+  create_pod("p0", megatron, 20, Json::array(), 30, {"--max-restarts", "0"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  EXPECT_NE(report("p0")->message.find("workerKind 'megatron'"), std::string::npos) << report("p0")->message;
 }
 }  // namespace
 }  // namespace flotilla::sidecar::testing
