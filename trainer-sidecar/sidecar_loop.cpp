@@ -1,5 +1,7 @@
 #include "trainer-sidecar/sidecar_loop.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -218,6 +220,19 @@ class Sidecar {
     rdv_deadline_ = Clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(o_.rendezvous_timeout_s * 1000));
   }
 
+  // The job's checkpoint folder (it also holds loss.log): created when missing; a folder the
+  // pod cannot write is one line that says what to fix, reported as the worker failure.
+  static void ensure_checkpoint_dir(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec)
+      throw std::runtime_error("cannot create the checkpoint folder '" + dir + "' (" + ec.message() +
+                               "); make spec.checkpoint.path writable by the pods, e.g. a shared volume");
+    if (::access(dir.c_str(), W_OK) != 0)
+      throw std::runtime_error("the checkpoint folder '" + dir +
+                               "' is not writable by the pods; fix its permissions or spec.checkpoint.path");
+  }
+
   void spawn_workers() {
     event("rendezvous_ready", {{"port", rdv_.port}});
     RankLaunch launch;
@@ -231,6 +246,7 @@ class Sidecar {
       if (plan_->worker_kind != "flotilla")
         throw std::runtime_error("workerKind '" + plan_->worker_kind +
                                  "' is not run by this sidecar yet (only flotilla)");
+      ensure_checkpoint_dir(plan_->checkpoint_dir);
       workers_.start(*plan_, o_.worker_binary, o_.work_dir, launch, rdv_.addr, rdv_.port);
       event("spawned", {{"ranks", plan_->ranks}});
     } catch (const std::exception& e) {

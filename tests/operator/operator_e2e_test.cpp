@@ -45,7 +45,7 @@ class LocalCluster : public ::testing::Test {
            ("flotilla-e2e-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
             std::to_string(getpid()));
     fs::remove_all(dir_);
-    fs::create_directories(dir_ / "ckpt");
+    fs::create_directories(dir_);
     std::ofstream(dir_ / "nodes.yaml") << "nodes:\n  - {name: n0, gpuType: emu-slow, gpuCount: 2, zone: z}\n"
                                           "  - {name: n1, gpuType: emu-slow, gpuCount: 2, zone: z}\n";
     std::ofstream(dir_ / "catalog.yaml") << kCatalog;
@@ -67,19 +67,20 @@ class LocalCluster : public ::testing::Test {
                        (dir_ / "state/kubeconfig").string() + " " + args);
   }
   void apply_job(int steps, const std::string& name = "demo", int priority = 0) {
+    // Not created here: the sidecar creates the checkpoint folder.
     const fs::path ckpt = name == "demo" ? dir_ / "ckpt" : dir_ / ("ckpt-" + name);
-    fs::create_directories(ckpt);
     const fs::path file = dir_ / (name + ".yaml");
     std::ofstream(file) << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: " << name
                         << "}\nspec:\n  model: small\n  globalBatchSize: 8\n  priority: " << priority
-                        << "\n  trainSteps: " << steps << "\n  worker: {image: flotilla-worker:dev, data: "
-                        << (dir_ / "data.txt").string() << "}\n  checkpoint: {path: " << ckpt.string()
+                        << "\n  trainSteps: " << steps
+                        << "\n  worker: {image: flotilla-worker:dev, data: " << (dir_ / "data.txt").string()
+                        << "}\n  checkpoint: {path: " << ckpt.string()
                         << ", intervalSteps: 20}\n  elasticity: {minRescaleIntervalSeconds: 0}\n";
     auto r = kubectl("apply -f " + file.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   std::string field(const std::string& jsonpath, const std::string& job = "demo") {
-    return kubectl("get tj " + job + " -o jsonpath={" + jsonpath + "}").output;
+    return kubectl("get tj " + job + " -o 'jsonpath={" + jsonpath + "}'").output;
   }
   bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -152,14 +153,37 @@ TEST_F(LocalCluster, ScalesUpThroughTheBenefitCheckThenShrinksOnNodeLossAndStays
 TEST_F(LocalCluster, ASecondJobReclaimsTheFirstJobsScaledUpGpusAndBothFinish) {
   apply_job(700);
   ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "4" && field(".status.phase") == "Running"; }, 60s))
-      << field(".status") << "\n" << events();
+      << field(".status") << "\n"
+      << events();
   apply_job(120, "second", 1);
   ASSERT_TRUE(wait_for([&] { return field(".status.phase", "second") == "Running"; }, 60s))
-      << field(".status", "second") << "\n" << field(".status") << "\n" << events();
+      << field(".status", "second") << "\n"
+      << field(".status") << "\n"
+      << events();
   EXPECT_LT(std::atoi(field(".status.plan.gpus").c_str()), 4) << "the first job gave GPUs back";
   EXPECT_NE(events().find("Preempted"), std::string::npos) << events();
   ASSERT_TRUE(wait_for([&] { return field(".status.phase", "second") == "Succeeded"; }, 90s)) << events();
-  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 150s)) << field(".status") << "\n" << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 150s)) << field(".status") << "\n"
+                                                                                     << events();
   EXPECT_EQ(slurp(dir_ / "ckpt-second/loss.log"), reference_loss(120));
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(700));
+}
+
+// A checkpoint path the pods cannot create is a clear Failed condition naming the path and what
+// to fix, not a crash loop.
+TEST_F(LocalCluster, AnUnwritableCheckpointPathFailsTheJobWithAClearCondition) {
+  std::ofstream(dir_ / "blocker") << "a file where the checkpoint folder's parent should be";
+  std::ofstream(dir_ / "bad.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
+                                      "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 10\n"
+                                      "  worker: {image: w, data: "
+                                   << (dir_ / "data.txt").string()
+                                   << "}\n  checkpoint: {path: " << (dir_ / "blocker/ckpt").string() << "}\n";
+  ASSERT_EQ(kubectl("apply -f " + (dir_ / "bad.yaml").string()).exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Failed"; }, 60s)) << field(".status") << "\n"
+                                                                                 << events();
+  const std::string message = field(".status.conditions[?(@.type==\"Failed\")].message");
+  EXPECT_NE(message.find("cannot create the checkpoint folder '" + (dir_ / "blocker/ckpt").string() + "'"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("spec.checkpoint.path"), std::string::npos) << message;
 }
