@@ -9,6 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include "kube/client.h"
+#include "kube/config.h"
+#include "process/spawn.h"
 #include "tests/common/tools.h"
 #include "tests/devcluster/devcluster_process.h"
 
@@ -186,4 +189,48 @@ TEST_F(LocalCluster, AnUnwritableCheckpointPathFailsTheJobWithAClearCondition) {
             std::string::npos)
       << message;
   EXPECT_NE(message.find("spec.checkpoint.path"), std::string::npos) << message;
+}
+
+// The operator is SIGKILLed in the middle of a rescale (status says Rescaling: the new epoch is
+// written, the pods are not all there) and started again: it resumes that rescale from
+// status.plan instead of starting another, and the job finishes bit-identical.
+TEST_F(LocalCluster, OperatorKilledMidRescaleResumesItOnce) {
+  std::ifstream in(dir_ / "state/flotilla-up.json");
+  const auto up = nlohmann::json::parse(in);
+  const pid_t op = up.value("operatorPid", 0);
+  ASSERT_GT(op, 0);
+  std::ifstream cmdline("/proc/" + std::to_string(op) + "/cmdline");
+  std::vector<std::string> argv;
+  for (std::string a; std::getline(cmdline, a, '\0');) argv.push_back(a);
+  ASSERT_FALSE(argv.empty());
+  auto config = flotilla::kube::load_kubeconfig((dir_ / "state/kubeconfig").string());
+  ASSERT_TRUE(config);
+  auto client = flotilla::kube::Client::create(*config).value();
+  const flotilla::kube::Resource tjs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
+  apply_job(600);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto job = client->get(tjs, "default", "demo");
+        return job && job->value("/status/phase"_json_pointer, std::string()) == "Rescaling";
+      },
+      30s))
+      << field(".status");
+  ASSERT_EQ(::kill(op, SIGKILL), 0);
+  const std::string epoch_at_kill = field(".status.plan.epoch");
+  flotilla::process::SpawnOptions again;
+  again.argv = argv;
+  again.stdout_path = again.stderr_path = dir_ / "state/operator-2.log";
+  flotilla::process::Child restarted = flotilla::process::spawn(again);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
+                                                                                     << events();
+  // The rescale the first operator started is the one that ran: one plan for that epoch.
+  auto list = client->list(flotilla::kube::resources::events, "default");
+  ASSERT_TRUE(list);
+  int plans_for_epoch = 0;
+  for (const auto& e : (*list)["items"])
+    if (e.value("reason", "") == "Planned" && e.value("message", "").rfind("epoch " + epoch_at_kill + ":", 0) == 0)
+      plans_for_epoch += e.value("count", 1);
+  EXPECT_EQ(plans_for_epoch, 1) << events();
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(600));
+  restarted.terminate(5000ms);
 }
