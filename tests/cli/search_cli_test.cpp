@@ -1,6 +1,8 @@
 // `flotilla plan` run as a real process: exit codes, one-line errors, the table, the JSON, and
 // that a suggested "smallest change" really does fit when applied.
 #include <gtest/gtest.h>
+
+#include "tests/cli/cli_run.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,42 +17,12 @@
 
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using flotilla::cli_test::CliRun;
+using flotilla::cli_test::slurp;
 
-// One folder per process: ctest -j runs each test case as its own process, and they would
-// otherwise write the same out0.txt.
-const std::filesystem::path& scratch() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::path(FLOTILLA_BINARY_DIR) / "search_cli_test_tmp" /
-             std::to_string(::getpid());
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+const std::filesystem::path& scratch() { return flotilla::cli_test::scratch("search_cli_test"); }
 
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-CliRun flotilla(const std::string& args) {
-  static int counter = 0;
-  const auto out = scratch() / ("out" + std::to_string(counter) + ".txt");
-  const auto err = scratch() / ("err" + std::to_string(counter++) + ".txt");
-  const std::string command = std::string(FLOTILLA_BINARY_DIR) + "/cli/flotilla " + args + " >" +
-                              out.string() + " 2>" + err.string();
-  const int status = std::system(command.c_str());
-  CliRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
-}
+CliRun flotilla(const std::string& args) { return flotilla::cli_test::run_flotilla(scratch(), args); }
 
 std::string write_cluster(const std::string& name, const std::string& text) {
   const auto path = scratch() / name;

@@ -18,6 +18,7 @@
 #include "common/pod_plan.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "tests/common/corpus.h"
 #include "tests/devcluster/devcluster_process.h"
 
 namespace flotilla::sidecar::testing {
@@ -45,22 +46,9 @@ inline int count_lines(const fs::path& p) {
   return n;
 }
 
-// Deterministic text the model can learn from (the worker tests' generator).
+// Deterministic text the model can learn from (tests/common/corpus.h, as the worker tests).
 inline fs::path write_corpus(const fs::path& dir, std::size_t bytes = 40000) {
-  static const char* words[] = {"the", "ship", "sails", "across", "a", "quiet", "sea", "and",
-                                "every", "crew", "member", "keeps", "watch", "over", "its",
-                                "flotilla", "while", "wind", "turns", "north"};
-  std::string text;
-  std::uint64_t x = 42;
-  while (text.size() < bytes) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    text += words[(x >> 33) % 20];
-    text += ((x >> 20) % 9 == 0) ? ".\n" : " ";
-  }
-  text.resize(bytes);
-  auto path = dir / "corpus.txt";
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
+  return flotilla::testing::write_corpus(dir, bytes);
 }
 
 template <class Pred>

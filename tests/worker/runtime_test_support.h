@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "process/spawn.h"
+#include "tests/common/corpus.h"
 
 namespace flotilla::worker::testing {
 
@@ -40,22 +41,8 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
 }
 
 // Deterministic English-like text (so the model has something to learn), `bytes` long.
-inline std::filesystem::path write_text_file(const std::filesystem::path& dir,
-                                             std::size_t bytes = 40000) {
-  static const char* words[] = {"the", "ship", "sails", "across", "a", "quiet", "sea", "and",
-                                "every", "crew", "member", "keeps", "watch", "over", "its",
-                                "flotilla", "while", "wind", "turns", "north"};
-  std::string text;
-  std::uint64_t x = 42;
-  while (text.size() < bytes) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    text += words[(x >> 33) % 20];
-    text += ((x >> 20) % 9 == 0) ? ".\n" : " ";
-  }
-  text.resize(bytes);
-  auto path = dir / "corpus.txt";
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
+inline std::filesystem::path write_text_file(const std::filesystem::path& dir, std::size_t bytes = 40000) {
+  return flotilla::testing::write_corpus(dir, bytes);
 }
 
 struct CommandResult {
