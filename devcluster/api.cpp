@@ -4,12 +4,16 @@
 #include <regex>
 #include <set>
 
+#include "devcluster/builtin_schema.h"
+#include "devcluster/quantity.h"
 #include "devcluster/schema.h"
 #include "devcluster/selectors.h"
 #include "devcluster/strategic_merge.h"
 
 namespace flotilla::devcluster {
 namespace {
+
+const WriteOptions kInternal{false, "", true};
 
 bool valid_dns_subdomain(const std::string& name) {
   static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
@@ -164,6 +168,20 @@ std::vector<Cause> validate_crd(const Json& crd) {
   return causes;
 }
 
+// Typed decode of a built-in kind (builtin_schema.h): 400 on a wrong type; unknown fields are
+// dropped with a warning, or refused under fieldValidation=Strict.
+std::optional<ApiError> decode_body(const ResourceType& type, Json& body, const WriteOptions& opts,
+                                    std::vector<std::string>* warnings) {
+  if (type.is_crd || opts.internal || !has_builtin_schema(type.kind)) return std::nullopt;
+  std::vector<std::string> unknown;
+  if (auto e = decode_builtin(type.kind, type.api_version(), body, &unknown)) return e;
+  if (unknown.empty()) return std::nullopt;
+  if (opts.field_validation == "Strict") return strict_decoding_error(unknown);
+  if (opts.field_validation != "Ignore")
+    for (const auto& p : unknown) warnings->push_back("unknown field \"" + p + "\"");
+  return std::nullopt;
+}
+
 }  // namespace
 
 const ResourceType* type_for_storage(const Registry& registry, const std::string& storage_key) {
@@ -231,6 +249,8 @@ std::optional<ApiError> Api::check_crd_object(const ResourceType& type, Json& ob
 
 Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, const WriteOptions& opts) {
   if (!body.is_object()) return Outcome::fail(bad_request("the request body must be a JSON object"));
+  std::vector<std::string> decode_warnings;
+  if (auto e = decode_body(type, body, opts, &decode_warnings)) return Outcome::fail(*e);
   std::string api_version = type.api_version();
   if (body.contains("kind") && body["kind"] != type.kind)
     return Outcome::fail(bad_request("the kind in the data (" + body["kind"].dump() + ") does not match the expected kind (" +
@@ -265,6 +285,7 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
     meta.erase(k);
 
   Outcome out;
+  out.warnings = std::move(decode_warnings);
   if (type.plural == "pods" && type.group.empty()) {
     default_pod(body);
     auto causes = validate_pod(body);
@@ -342,6 +363,8 @@ Outcome Api::update(const ResourceType& type, const std::string& ns, const std::
 Outcome Api::update_locked(const ResourceType& type, const std::string& ns, const std::string& name, Json body,
                            bool status_subresource, const WriteOptions& opts, const ObjectPtr& current) {
   const Json& cur = *current;
+  std::vector<std::string> decode_warnings;
+  if (auto e = decode_body(type, body, opts, &decode_warnings)) return Outcome::fail(*e);
   if (!body.contains("metadata") || !body["metadata"].is_object()) body["metadata"] = Json::object();
   Json& meta = body["metadata"];
   std::string cur_rv = cur["metadata"].value("resourceVersion", "");
@@ -382,6 +405,7 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
     if (auto causes = validate_labels_and_annotations(next["metadata"]); !causes.empty())
       return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   Outcome out;
+  out.warnings = std::move(decode_warnings);
   if (type.is_crd) {
     if (auto err = check_crd_object(type, next, opts, &out.warnings)) return Outcome::fail(*err);
   } else if (type.plural == "pods" && type.group.empty() && !status_subresource) {
@@ -478,16 +502,16 @@ Outcome Api::mutate(const ResourceType& type, const std::string& ns, const std::
   if (status_subresource && type.has_status) {
     // Status and metadata both may change: apply the main update, then the status.
     Json status = next.contains("status") ? next["status"] : Json();
-    Outcome main = update_locked(type, ns, name, next, false, {}, current);
+    Outcome main = update_locked(type, ns, name, next, false, kInternal, current);
     if (!main.ok()) return main;
     ObjectPtr after = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
     if (!after) return main;
     Json with_status = *after;
     if (status.is_null()) with_status.erase("status");
     else with_status["status"] = status;
-    return update_locked(type, ns, name, std::move(with_status), true, {}, after);
+    return update_locked(type, ns, name, std::move(with_status), true, kInternal, after);
   }
-  return update_locked(type, ns, name, std::move(next), false, {}, current);
+  return update_locked(type, ns, name, std::move(next), false, kInternal, current);
 }
 
 Outcome Api::remove_now_locked(const ResourceType& type, const std::string& ns, const std::string& name) {
@@ -600,7 +624,7 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   if (!store_.get_locked("/nodes", "", node)) return Outcome::fail(not_found("", "nodes", node));
   Json next = *current;
   next["spec"]["nodeName"] = node;
-  Outcome main = update_locked(*pods, ns, name, next, false, {}, current);
+  Outcome main = update_locked(*pods, ns, name, next, false, kInternal, current);
   if (!main.ok()) return main;
   ObjectPtr after = store_.get_locked("/pods", ns, name);
   Json with_status = *after;
@@ -613,7 +637,7 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   }
   conds.push_back({{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", now_rfc3339()}});
   with_status["status"]["conditions"] = conds;
-  Outcome o = update_locked(*pods, ns, name, std::move(with_status), true, {}, after);
+  Outcome o = update_locked(*pods, ns, name, std::move(with_status), true, kInternal, after);
   if (!o.ok()) return o;
   Outcome created;
   created.code = 201;

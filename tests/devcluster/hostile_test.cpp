@@ -1,0 +1,219 @@
+// Issue 14: devcluster under hostile input. Every test runs the real binary (and real kubectl
+// where kubectl is the client that matters): wrong JSON types, deep nesting, bad CRD schemas,
+// regex bombs and a watch window full of large objects must cost a 4xx answer, never the
+// server, and never a data dir that cannot start again.
+#include <gtest/gtest.h>
+
+#include "devcluster_process.h"
+
+using namespace devcluster_test;
+
+namespace {
+
+class DevclusterHostile : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(dc.start()) << dc.log(); }
+  // Raw body (not necessarily valid JSON); returns status and parsed body.
+  std::pair<int, Json> raw(const std::string& method, const std::string& path, const std::string& body,
+                           const std::string& content_type = "application/json", std::string* warning = nullptr) {
+    auto r = dc.http().send(method, path, body, content_type);
+    if (!r.ok()) return {0, Json{{"transport_error", r.error}}};
+    if (warning) *warning = r.response.headers.get("Warning");
+    Json j = Json::parse(r.response.body, nullptr, false);
+    return {r.response.status, j.is_discarded() ? Json{{"raw", r.response.body}} : j};
+  }
+  bool healthy() { return dc.call("GET", "/api/v1/namespaces/default").first == 200; }
+  std::string message(const Json& status) { return status.value("message", status.dump()); }
+  DevclusterProcess dc{::testing::UnitTest::GetInstance()->current_test_info()->name()};
+};
+
+const char* kPods = "/api/v1/namespaces/default/pods";
+const char* kConfigMaps = "/api/v1/namespaces/default/configmaps";
+
+Json sleeper(const std::string& name) {
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}}},
+          {"spec", {{"restartPolicy", "Never"},
+                    {"containers", Json::array({{{"name", "main"}, {"image", "none"},
+                                                 {"command", Json::array({"sleep", "1000"})}}})}}}};
+}
+
+}  // namespace
+
+// Item 1: `command: [sleep, 1000]` used to be acknowledged, then abort the server in the
+// kubelet thread, and again on every restart.
+TEST_F(DevclusterHostile, NumberWhereAStringBelongsInAPodIsRefusedWith400) {
+  if (DevclusterProcess::have_kubectl()) {
+    write_text(dc.dir() / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: unquoted}\n"
+                                      "spec:\n  containers:\n  - name: main\n    image: none\n    command: [sleep, 1000]\n");
+    auto r = dc.kubectl("create -f " + (dc.dir() / "pod.yaml").string());
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("cannot unmarshal number into Go struct field Container.spec.containers.command of type string"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("created"), std::string::npos) << r.output;
+  }
+  Json p = sleeper("args");
+  p["spec"]["containers"][0]["args"] = Json::array({"sleep", 5});
+  auto [c1, b1] = dc.call("POST", kPods, p);
+  EXPECT_EQ(c1, 400) << b1.dump();
+  EXPECT_EQ(b1.value("reason", ""), "BadRequest");
+  EXPECT_NE(message(b1).find("Pod in version \"v1\" cannot be handled as a Pod: json: cannot unmarshal number into Go "
+                             "struct field Container.spec.containers.args of type string"),
+            std::string::npos)
+      << b1.dump();
+  EXPECT_EQ(b1["details"]["causes"][0]["field"], "spec.containers[0].args[1]") << b1.dump();
+  p = sleeper("env");
+  p["spec"]["containers"][0]["env"] = Json::array({{{"name", 5}}});
+  auto [c2, b2] = dc.call("POST", kPods, p);
+  EXPECT_EQ(c2, 400) << b2.dump();
+  EXPECT_NE(message(b2).find("Go struct field EnvVar.spec.containers.env.name of type string"), std::string::npos) << b2.dump();
+  // The same through a patch of a valid pod.
+  ASSERT_EQ(dc.call("POST", kPods, sleeper("valid")).first, 201);
+  auto [c3, b3] = raw("PATCH", std::string(kPods) + "/valid",
+                      R"({"spec":{"containers":[{"name":"main","image":"none","command":["sleep",1000]}]}})",
+                      "application/merge-patch+json");
+  EXPECT_EQ(c3, 400) << b3.dump();
+  EXPECT_TRUE(healthy());
+  dc.stop();
+  ASSERT_TRUE(dc.start()) << dc.log();
+  EXPECT_TRUE(healthy());
+}
+
+// Item 1, second half: a pod stored by an older devcluster that the kubelet cannot read is
+// marked Failed with a reason; the server keeps running and restarts.
+TEST_F(DevclusterHostile, KubeletMarksAStoredPodItCannotReadFailed) {
+  ASSERT_EQ(dc.call("POST", kPods, sleeper("neighbour")).first, 201);
+  dc.stop();
+  // Append the record an older devcluster would have written for `command: [sleep, 1000]`.
+  std::string head = read_text(dc.data_dir() / "store" / "snapshot");
+  uint64_t rv = Json::parse(head.substr(0, head.find('\n')))["rv"].get<uint64_t>() + 1;
+  Json bad = sleeper("from-old-version");
+  bad["spec"]["containers"][0]["command"] = Json::array({"sleep", 1000});
+  bad["spec"]["nodeName"] = "a100-0";
+  bad["metadata"] = {{"name", "from-old-version"}, {"namespace", "default"}, {"uid", "0b0e0e5e-0000-4000-8000-000000000001"},
+                     {"resourceVersion", std::to_string(rv)}, {"creationTimestamp", "2026-01-01T00:00:00Z"}};
+  bad["status"] = {{"phase", "Pending"}};
+  std::ofstream(dc.data_dir() / "store" / "log", std::ios::app)
+      << Json{{"rv", rv}, {"t", "ADDED"}, {"r", "/pods"}, {"ns", "default"}, {"n", "from-old-version"}, {"o", bad}}.dump()
+      << "\n";
+  ASSERT_TRUE(dc.start()) << dc.log();
+  ASSERT_TRUE(eventually([&] {
+    return dc.call("GET", std::string(kPods) + "/from-old-version").second.value("/status/phase"_json_pointer,
+                                                                                  std::string()) == "Failed";
+  })) << dc.call("GET", std::string(kPods) + "/from-old-version").second.dump(2) << dc.log();
+  Json failed = dc.call("GET", std::string(kPods) + "/from-old-version").second;
+  EXPECT_EQ(failed["status"]["reason"], "InvalidPodSpec");
+  EXPECT_NE(failed["status"]["message"].get<std::string>().find("cannot read this pod"), std::string::npos);
+  EXPECT_TRUE(healthy());
+  // The kubelet thread is alive: a new pod runs.
+  ASSERT_EQ(dc.call("POST", kPods, sleeper("after")).first, 201);
+  EXPECT_TRUE(eventually([&] {
+    return dc.call("GET", std::string(kPods) + "/after").second.value("/status/phase"_json_pointer, std::string()) ==
+           "Running";
+  }));
+  dc.stop();
+  ASSERT_TRUE(dc.start()) << dc.log();
+  EXPECT_TRUE(healthy());
+}
+
+// Item 8: wrong types in the fields every object has were 500s.
+TEST_F(DevclusterHostile, WrongTypesInNameGenerateNameAndApiVersionAre400) {
+  for (const char* body : {R"({"metadata":{"name":12345}})", R"({"metadata":{"generateName":7}})",
+                           R"({"apiVersion":5,"metadata":{"name":"a"}})", R"({"kind":5,"metadata":{"name":"a"}})",
+                           R"({"metadata":{"name":"a","namespace":3}})"}) {
+    auto [code, status] = raw("POST", kConfigMaps, body);
+    EXPECT_EQ(code, 400) << body << " -> " << status.dump();
+    EXPECT_EQ(status.value("kind", ""), "Status") << body;
+    EXPECT_NE(message(status).find("cannot unmarshal number into Go struct field"), std::string::npos) << status.dump();
+  }
+  auto [code, status] = raw("POST", kConfigMaps, R"({"metadata":{"name":12345}})");
+  EXPECT_NE(message(status).find("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal "
+                                 "number into Go struct field ObjectMeta.metadata.name of type string"),
+            std::string::npos)
+      << status.dump();
+  EXPECT_TRUE(healthy());
+}
+
+// Item 6: every built-in kind is decoded against its field types, patches included; unknown
+// fields are dropped with a warning, or refused under fieldValidation=Strict.
+TEST_F(DevclusterHostile, BuiltInKindsAreTypeCheckedAndUnknownFieldsWarnOrFail) {
+  ASSERT_EQ(dc.call("POST", kConfigMaps, Json{{"metadata", {{"name", "cm"}}}, {"data", {{"k", "v"}}}}).first, 201);
+  auto [pc, pb] = raw("PATCH", std::string(kConfigMaps) + "/cm", R"({"data":[1]})", "application/merge-patch+json");
+  EXPECT_EQ(pc, 400) << pb.dump();
+  EXPECT_NE(message(pb).find("cannot unmarshal array into Go struct field ConfigMap.data of type map[string]string"),
+            std::string::npos)
+      << pb.dump();
+  auto [jc, jb] = raw("PATCH", std::string(kConfigMaps) + "/cm", R"([{"op":"add","path":"/data/k","value":7}])",
+                      "application/json-patch+json");
+  EXPECT_EQ(jc, 400) << jb.dump();
+  auto [sc, sb] = raw("PATCH", std::string(kConfigMaps) + "/cm", R"({"metadata":{"finalizers":"x"}})",
+                      "application/strategic-merge-patch+json");
+  EXPECT_EQ(sc, 400) << sb.dump();
+  EXPECT_EQ(dc.call("GET", std::string(kConfigMaps) + "/cm").second["data"], Json({{"k", "v"}}));
+  struct Case {
+    const char* path;
+    const char* body;
+    const char* want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {kConfigMaps, R"({"metadata":{"name":"a"},"data":5})", "ConfigMap.data of type map[string]string"},
+           {kConfigMaps, R"({"metadata":{"name":"a","labels":["a"]}})", "ObjectMeta.metadata.labels of type map[string]string"},
+           {kConfigMaps, R"({"metadata":{"name":"a","annotations":{"a":1}}})", "ObjectMeta.metadata.annotations of type string"},
+           {kConfigMaps, R"({"metadata":{"name":"a","finalizers":"x"}})", "ObjectMeta.metadata.finalizers of type []string"},
+           {"/api/v1/namespaces/default/secrets", R"({"metadata":{"name":"a"},"data":{"k":"not base64!"}})", "illegal base64 data"},
+           {"/api/v1/namespaces/default/services", R"({"metadata":{"name":"a"},"spec":{"ports":[{"port":"80"}]}})",
+            "ServicePort.spec.ports.port of type int32"},
+           {"/api/v1/nodes", R"({"metadata":{"name":"n"},"spec":{"unschedulable":"yes"}})", "NodeSpec.spec.unschedulable of type bool"},
+           {"/api/v1/namespaces", R"({"metadata":{"name":"n"},"spec":{"finalizers":[1]}})", "NamespaceSpec.spec.finalizers of type string"},
+           {"/api/v1/namespaces/default/events", R"({"metadata":{"name":"e"},"count":"3"})", "Event.count of type int32"},
+           {"/apis/coordination.k8s.io/v1/namespaces/default/leases", R"({"metadata":{"name":"l"},"spec":{"leaseDurationSeconds":1.5}})",
+            "number 1.5 into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"},
+           {"/api/v1/namespaces/default/serviceaccounts", R"({"metadata":{"name":"s"},"automountServiceAccountToken":"no"})",
+            "ServiceAccount.automountServiceAccountToken of type bool"},
+       }) {
+    auto [code, status] = raw("POST", c.path, c.body);
+    EXPECT_EQ(code, 400) << c.body << " -> " << status.dump();
+    EXPECT_NE(message(status).find(c.want), std::string::npos) << c.body << " -> " << status.dump();
+  }
+  // Unknown fields: dropped with a Warning header (kube-apiserver's wording) ...
+  std::string warning;
+  auto [uc, ub] = raw("POST", kConfigMaps, R"({"metadata":{"name":"extra","bogus":1},"data":{"k":"v"},"foo":{"bar":1}})",
+                      "application/json", &warning);
+  EXPECT_EQ(uc, 201) << ub.dump();
+  EXPECT_FALSE(ub.contains("foo")) << ub.dump();
+  EXPECT_FALSE(ub["metadata"].contains("bogus")) << ub.dump();
+  EXPECT_NE(warning.find("unknown field \\\"foo\\\""), std::string::npos) << warning;
+  auto [mc, mb] = raw("POST", kConfigMaps, R"({"metadata":{"name":"extra2","bogus":1}})", "application/json", &warning);
+  EXPECT_EQ(mc, 201) << mb.dump();
+  EXPECT_NE(warning.find("unknown field \\\"metadata.bogus\\\""), std::string::npos) << warning;
+  EXPECT_FALSE(dc.call("GET", std::string(kConfigMaps) + "/extra").second.contains("foo"));
+  // ... or refused under fieldValidation=Strict.
+  auto [strict_code, strict] = raw("POST", std::string(kConfigMaps) + "?fieldValidation=Strict",
+                                   R"({"metadata":{"name":"strict"},"spec":{"x":1}})");
+  EXPECT_EQ(strict_code, 400) << strict.dump();
+  EXPECT_EQ(message(strict), "strict decoding error: unknown field \"spec\"");
+  auto [pod_code, pod_strict] = raw("POST", std::string(kPods) + "?fieldValidation=Strict",
+                                    sleeper("typo").dump().replace(1, 0, "\"spek\":{},"));
+  EXPECT_EQ(pod_code, 400) << pod_strict.dump();
+  Json typo = sleeper("typo2");
+  typo["spec"]["containers"][0]["comand"] = Json::array({"x"});
+  auto [tc, tb] = dc.call("POST", std::string(kPods) + "?fieldValidation=Strict", typo);
+  EXPECT_EQ(tc, 400);
+  EXPECT_EQ(message(tb), "strict decoding error: unknown field \"spec.containers[0].comand\"");
+  if (DevclusterProcess::have_kubectl()) {
+    write_text(dc.dir() / "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\nfoo: bar\ndata: {k: v}\n");
+    auto strict_kubectl = dc.kubectl("create -f " + (dc.dir() / "cm.yaml").string());
+    EXPECT_NE(strict_kubectl.exit_code, 0) << strict_kubectl.output;
+    EXPECT_NE(strict_kubectl.output.find("unknown field \"foo\""), std::string::npos) << strict_kubectl.output;
+    auto warn_kubectl = dc.kubectl("create --validate=warn -f " + (dc.dir() / "cm.yaml").string());
+    EXPECT_EQ(warn_kubectl.exit_code, 0) << warn_kubectl.output;
+    EXPECT_NE(warn_kubectl.output.find("Warning: unknown field \"foo\""), std::string::npos) << warn_kubectl.output;
+    write_text(dc.dir() / "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-data}\ndata: {k: 5}\n");
+    auto typed = dc.kubectl("create -f " + (dc.dir() / "bad.yaml").string());
+    EXPECT_NE(typed.exit_code, 0) << typed.output;
+    EXPECT_NE(typed.output.find("cannot unmarshal number into Go struct field ConfigMap.data of type string"),
+              std::string::npos)
+        << typed.output;
+  }
+  EXPECT_TRUE(healthy());
+}
