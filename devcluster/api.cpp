@@ -1,6 +1,7 @@
 #include "devcluster/api.h"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -97,6 +98,38 @@ std::vector<Cause> validate_pod(const Json& pod) {
       causes.push_back({at + ".name", "FieldValueDuplicate", "Duplicate value: \"" + c["name"].get<std::string>() + "\""});
     if (c.is_object() && c.value("image", "").empty()) causes.push_back({at + ".image", "FieldValueRequired", "Required value"});
   }
+  // Resource quantities (decoded as quantity strings already): never negative, and whole
+  // numbers for extended resources such as nvidia.com/gpu, as kube-apiserver validates them.
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!spec.contains(list) || !spec[list].is_array()) continue;
+    for (size_t i = 0; i < spec[list].size(); ++i) {
+      const Json& c = spec[list][i];
+      if (!c.is_object() || !c.contains("resources") || !c["resources"].is_object()) continue;
+      for (const char* kind : {"limits", "requests"}) {
+        const Json res = c["resources"].value(kind, Json::object());
+        if (!res.is_object()) continue;
+        for (const auto& [resource, q] : res.items()) {
+          std::string at = std::string("spec.") + list + "[" + std::to_string(i) + "].resources." + kind + "[" + resource + "]";
+          std::string text = q.is_string() ? q.get<std::string>() : q.dump();
+          auto value = quantity_value(q);
+          if (!value) continue;  // the decode refused malformed ones
+          bool extended = resource.find('/') != std::string::npos && resource.find("kubernetes.io/") == std::string::npos;
+          if (*value < 0)
+            causes.push_back({at, "FieldValueInvalid", "Invalid value: \"" + text + "\": must be greater than or equal to 0"});
+          else if (extended && *value != std::floor(*value))
+            causes.push_back({at, "FieldValueInvalid", "Invalid value: \"" + text + "\": must be an integer"});
+        }
+      }
+    }
+  }
+  if (spec.contains("terminationGracePeriodSeconds") && spec["terminationGracePeriodSeconds"].is_number_integer() &&
+      spec["terminationGracePeriodSeconds"].get<long long>() < 0)
+    causes.push_back({"spec.terminationGracePeriodSeconds", "FieldValueInvalid",
+                      "Invalid value: " + spec["terminationGracePeriodSeconds"].dump() + ": must be greater than or equal to 0"});
+  if (spec.contains("activeDeadlineSeconds") && spec["activeDeadlineSeconds"].is_number_integer() &&
+      spec["activeDeadlineSeconds"].get<long long>() <= 0)
+    causes.push_back({"spec.activeDeadlineSeconds", "FieldValueInvalid",
+                      "Invalid value: " + spec["activeDeadlineSeconds"].dump() + ": must be between 1 and 2147483647, inclusive"});
   std::string rp = spec.value("restartPolicy", "Always");
   if (rp != "Always" && rp != "OnFailure" && rp != "Never")
     causes.push_back({"spec.restartPolicy", "FieldValueNotSupported",

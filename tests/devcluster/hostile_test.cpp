@@ -217,3 +217,51 @@ TEST_F(DevclusterHostile, BuiltInKindsAreTypeCheckedAndUnknownFieldsWarnOrFail) 
   }
   EXPECT_TRUE(healthy());
 }
+
+// Item 7: pod validation kube-apiserver does, and GPU counts that never wrap to 0.
+TEST_F(DevclusterHostile, PodGracePeriodAndGpuQuantitiesAreValidated) {
+  Json p = sleeper("negative-grace");
+  p["spec"]["terminationGracePeriodSeconds"] = -5;
+  auto [c1, b1] = dc.call("POST", kPods, p);
+  EXPECT_EQ(c1, 422) << b1.dump();
+  EXPECT_NE(message(b1).find("spec.terminationGracePeriodSeconds: Invalid value: -5: must be greater than or equal to 0"),
+            std::string::npos)
+      << b1.dump();
+  std::string huge = sleeper("huge-grace").dump();
+  huge.replace(huge.find("\"restartPolicy\""), 0, "\"terminationGracePeriodSeconds\":99999999999999999999999,");
+  auto [c2, b2] = raw("POST", kPods, huge);
+  EXPECT_EQ(c2, 400) << b2.dump();
+  EXPECT_NE(message(b2).find("Go struct field PodSpec.spec.terminationGracePeriodSeconds of type int64"), std::string::npos)
+      << b2.dump();
+  std::string just_over = sleeper("int64-overflow").dump();
+  just_over.replace(just_over.find("\"restartPolicy\""), 0, "\"terminationGracePeriodSeconds\":9223372036854775808,");
+  EXPECT_EQ(raw("POST", kPods, just_over).first, 400);
+  p = sleeper("negative-gpus");
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "-3"}}}};
+  auto [c3, b3] = dc.call("POST", kPods, p);
+  EXPECT_EQ(c3, 422) << b3.dump();
+  EXPECT_NE(message(b3).find("spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: \"-3\": must be greater "
+                             "than or equal to 0"),
+            std::string::npos)
+      << b3.dump();
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "1.5"}}}};
+  EXPECT_EQ(dc.call("POST", kPods, p).first, 422);
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "lots"}}}};
+  EXPECT_EQ(dc.call("POST", kPods, p).first, 400);
+  // A count beyond every node is Unschedulable, never a pod running with 0 GPUs.
+  p = sleeper("too-many-gpus");
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "99999999999999999999"}}}};
+  auto [c4, b4] = dc.call("POST", kPods, p);
+  ASSERT_EQ(c4, 201) << b4.dump();
+  auto scheduled = [&] {
+    for (const auto& c : dc.call("GET", std::string(kPods) + "/too-many-gpus").second.value("/status/conditions"_json_pointer, Json::array()))
+      if (c.value("type", "") == "PodScheduled") return c;
+    return Json();
+  };
+  ASSERT_TRUE(eventually([&] { return !scheduled().is_null(); })) << dc.call("GET", std::string(kPods) + "/too-many-gpus").second.dump(2);
+  EXPECT_EQ(scheduled()["status"], "False");
+  EXPECT_EQ(scheduled()["reason"], "Unschedulable");
+  Json got = dc.call("GET", std::string(kPods) + "/too-many-gpus").second;
+  EXPECT_EQ(got.value("/spec/nodeName"_json_pointer, std::string()), "") << got.dump(2);
+  EXPECT_EQ(got.value("/status/phase"_json_pointer, std::string()), "Pending");
+}
