@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "devcluster/json_limits.h"
 #include "devcluster/protobuf_decode.h"
 #include "devcluster/selectors.h"
 #include "devcluster/tables.h"
@@ -679,6 +680,11 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   std::string auth = req.headers.get("Authorization");
   bool authenticated = (!options_.token.empty() && auth == "Bearer " + options_.token) || !w.peer_common_name().empty();
   if (!authenticated) return send_error(w, {401, "Unauthorized", "Unauthorized", "", "", "", {}});
+  // Before anything parses the body: nlohmann's copy, dump, compare and merge recurse, so a
+  // body nested 60,000 levels deep overflowed the stack (kube-apiserver stops at 10,000 too).
+  if (!req.body.empty() && req.headers.get("Content-Type").find("protobuf") == std::string::npos)
+    if (std::string_view problem = json_depth_problem(req.body); !problem.empty())
+      return send_error(w, bad_request(std::string(problem)));
 
   if (!seg.empty() && seg[0] == "openapi" && seg.size() >= 2 && (seg[1] == "v2" || seg[1] == "v3"))
     return openapi(req, seg, w);
@@ -767,7 +773,16 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     std::string ct = req.headers.get("Content-Type");
     if (ct.rfind("application/vnd.kubernetes.protobuf", 0) == 0) {
       std::string perr;
-      if (decode_kubernetes_protobuf(req.body, out, &perr)) return true;
+      if (decode_kubernetes_protobuf(req.body, out, &perr)) {
+        // Protobuf strings are bytes: refuse what JSON cannot carry (dump would throw later).
+        try {
+          (void)out->dump();
+          return true;
+        } catch (const std::exception& e) {
+          send_error(w, bad_request(std::string("the body of the request is not valid UTF-8: ") + e.what()));
+          return false;
+        }
+      }
       if (req.method == "DELETE") {  // typed clients send DeleteOptions as protobuf: use defaults
         *out = Json::object();
         return true;

@@ -4,7 +4,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <iostream>
+#include <set>
+
+#include "devcluster/json_limits.h"
 
 namespace flotilla::devcluster {
 namespace {
@@ -81,7 +86,40 @@ void Store::close() {
   }
 }
 
+// Why a record that parsed cannot be applied ("" when it can): the API refuses such objects
+// at write time, so these come only from older versions or hand edits, and are skipped.
+std::string unusable_record(const Json& rec) {
+  auto o = rec.find("o");
+  if (o == rec.end() || !o->is_object()) return "its object is not a JSON object";
+  auto meta = o->find("metadata");
+  if (meta == o->end() || !meta->is_object()) return "its object has no metadata";
+  auto name = meta->find("name");
+  if (name == meta->end() || !name->is_string() || *name != rec.value("n", Json())) return "its metadata.name does not match";
+  return "";
+}
+
+// The rv of a log line without parsing it ({"rv":N,... as append_log_locked writes it); 0 if none.
+uint64_t leading_rv(const std::string& line) {
+  static const std::string prefix = "{\"rv\":";
+  if (line.compare(0, prefix.size(), prefix) != 0) return 0;
+  uint64_t rv = 0;
+  for (size_t i = prefix.size(); i < line.size() && i < prefix.size() + 19 && line[i] >= '0' && line[i] <= '9'; ++i)
+    rv = rv * 10 + static_cast<uint64_t>(line[i] - '0');
+  return rv;
+}
+
 bool Store::load(std::string* error) {
+  // Records that cannot be applied are skipped with one line each, and the file they came from
+  // is copied aside before open() replaces it, so nothing is lost and the start goes on.
+  std::set<std::filesystem::path> keep;
+  auto skip = [&](const std::filesystem::path& file, size_t line_no, const std::string& why) {
+    keep.insert(file);
+    std::cerr << "flotilla-devcluster: store: skipping " + file.string() + " line " + std::to_string(line_no) + ": " + why +
+                     " (a copy of the file is kept beside it as " + file.filename().string() + ".skipped-*)\n"
+              << std::flush;
+  };
+  // The record envelope adds a level or two around an object the API accepted.
+  auto too_deep = [](const std::string& line) { return json_nesting_depth(line) > kMaxJsonNestingDepth + 8; };
   auto apply = [&](const Json& rec, bool window_only) {
     uint64_t rv = rec.at("rv").get<uint64_t>();
     std::string type = rec.at("t").get<std::string>();
@@ -123,9 +161,19 @@ bool Store::load(std::string* error) {
       snapshot_rv = head.at("rv").get<uint64_t>();
       rv_ = snapshot_rv;
       window_floor_ = head.at("floor").get<uint64_t>();
+      size_t line_no = 1;
       while (std::getline(snap, line)) {
+        ++line_no;
         if (line.empty()) continue;
+        if (too_deep(line)) {
+          skip(snap_path, line_no, "nested more than " + std::to_string(kMaxJsonNestingDepth) + " levels");
+          continue;
+        }
         Json rec = Json::parse(line);
+        if (std::string why = unusable_record(rec); !why.empty()) {
+          skip(snap_path, line_no, why);
+          continue;
+        }
         if (rec.contains("w")) {
           apply(rec, true);
         } else {
@@ -159,14 +207,33 @@ bool Store::load(std::string* error) {
                  ") and later records follow it" + refuse;
         return false;
       }
+      if (too_deep(line)) {
+        rv_ = std::max(rv_, leading_rv(line));  // its resourceVersion was handed out
+        skip(path, line_no, "nested more than " + std::to_string(kMaxJsonNestingDepth) + " levels");
+        continue;
+      }
       try {
         Json rec = Json::parse(line);
         if (rec.at("rv").get<uint64_t>() <= snapshot_rv) continue;
+        if (std::string why = unusable_record(rec); !why.empty()) {
+          rv_ = std::max(rv_, rec.at("rv").get<uint64_t>());
+          skip(path, line_no, why);
+          continue;
+        }
         apply(rec, false);  // reads every field before it changes anything
       } catch (const std::exception& e) {
         bad = e.what();
         bad_line_no = line_no;
       }
+    }
+  }
+  const std::string suffix = ".skipped-" + std::to_string(::time(nullptr));
+  for (const auto& file : keep) {
+    std::error_code ec;
+    std::filesystem::copy_file(file, file.string() + suffix, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) {
+      *error = "cannot keep a copy of " + file.string() + " (it has records that are skipped): " + ec.message();
+      return false;
     }
   }
   return true;

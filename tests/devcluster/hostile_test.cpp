@@ -265,3 +265,74 @@ TEST_F(DevclusterHostile, PodGracePeriodAndGpuQuantitiesAreValidated) {
   EXPECT_EQ(got.value("/spec/nodeName"_json_pointer, std::string()), "") << got.dump(2);
   EXPECT_EQ(got.value("/status/phase"_json_pointer, std::string()), "Pending");
 }
+
+namespace {
+
+std::string nested(size_t levels, const std::string& leaf = "1") {
+  std::string s;
+  s.reserve(levels * 6 + leaf.size());
+  for (size_t i = 0; i < levels; ++i) s += "{\"a\":";
+  s += leaf;
+  s.append(levels, '}');
+  return s;
+}
+
+Json open_crd() {
+  return Json::parse(R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+    "metadata":{"name":"blobs.test.flotilla.io"},
+    "spec":{"group":"test.flotilla.io","scope":"Namespaced",
+      "names":{"plural":"blobs","singular":"blob","kind":"Blob","listKind":"BlobList"},
+      "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
+        "properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true},
+                      "name":{"type":"string","pattern":"^(a+)+$"}}}}}]}})");
+}
+
+}  // namespace
+
+// Item 2: 60,000 levels of {"a": segfaulted the server and every restart after it.
+TEST_F(DevclusterHostile, DeepNestingIsRefusedBeforeParsingAndLoadingSkipsIt) {
+  std::string deep = "{\"metadata\":{\"name\":\"deep\"},\"data\":" + nested(60000) + "}";
+  auto [c1, b1] = raw("POST", kConfigMaps, deep);
+  EXPECT_EQ(c1, 400) << b1.dump().substr(0, 300);
+  EXPECT_NE(message(b1).find("more than 10000 levels"), std::string::npos) << b1.dump().substr(0, 300);
+  // Brackets inside strings do not count; just over the limit is refused, in patches too.
+  std::string brackets = "{\"metadata\":{\"name\":\"brackets\"},\"data\":{\"k\":\"" + std::string(20000, '[') + "\"}}";
+  EXPECT_EQ(raw("POST", kConfigMaps, brackets).first, 201);
+  EXPECT_EQ(raw("PATCH", std::string(kConfigMaps) + "/brackets", "{\"x\":" + nested(10000) + "}",
+                "application/merge-patch+json").first, 400);
+  // Within the limit, a custom resource that keeps unknown fields stores and serves it.
+  ASSERT_EQ(dc.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", open_crd()).first, 201);
+  const std::string blobs = "/apis/test.flotilla.io/v1/namespaces/default/blobs";
+  ASSERT_TRUE(eventually([&] { return dc.call("GET", blobs).first == 200; }));
+  std::string ok = "{\"apiVersion\":\"test.flotilla.io/v1\",\"kind\":\"Blob\",\"metadata\":{\"name\":\"deep\"},\"spec\":" +
+                   nested(9990) + "}";
+  auto [c2, b2] = raw("POST", blobs, ok);
+  EXPECT_EQ(c2, 201) << b2.dump().substr(0, 300);
+  EXPECT_EQ(dc.call("GET", blobs + "/deep").first, 200);
+  ASSERT_TRUE(healthy());
+  // A record too deep to load (written by an older version) is skipped with one line naming
+  // it; the start goes on, every other object stays, and the file is kept.
+  dc.stop();
+  std::string head = read_text(dc.data_dir() / "store" / "snapshot");
+  uint64_t rv = Json::parse(head.substr(0, head.find('\n')))["rv"].get<uint64_t>() + 1;
+  std::ofstream(dc.data_dir() / "store" / "log", std::ios::app)
+      << "{\"rv\":" << rv << ",\"t\":\"ADDED\",\"r\":\"/configmaps\",\"ns\":\"default\",\"n\":\"deep\",\"o\":"
+      << "{\"metadata\":{\"name\":\"deep\",\"namespace\":\"default\"},\"data\":" << nested(60000, "\"x\"") << "}}\n"
+      << "{\"rv\":" << rv + 1 << ",\"t\":\"ADDED\",\"r\":\"/configmaps\",\"ns\":\"default\",\"n\":\"later\",\"o\":"
+      << "{\"metadata\":{\"name\":\"later\",\"namespace\":\"default\"},\"data\":{\"k\":\"v\"}}}\n";
+  ASSERT_TRUE(dc.start()) << dc.log();
+  EXPECT_NE(dc.log().find("skipping " + (dc.data_dir() / "store" / "log").string() + " line"), std::string::npos) << dc.log();
+  EXPECT_EQ(dc.call("GET", std::string(kConfigMaps) + "/deep").first, 404);
+  EXPECT_EQ(dc.call("GET", std::string(kConfigMaps) + "/later").first, 200);
+  EXPECT_EQ(dc.call("GET", std::string(kConfigMaps) + "/brackets").first, 200);
+  EXPECT_EQ(dc.call("GET", blobs + "/deep").first, 200);
+  bool kept = false;
+  for (const auto& e : fs::directory_iterator(dc.data_dir() / "store"))
+    kept = kept || e.path().filename().string().rfind("log.skipped-", 0) == 0;
+  EXPECT_TRUE(kept);
+  // And the next restart is clean.
+  dc.stop();
+  ASSERT_TRUE(dc.start()) << dc.log();
+  EXPECT_EQ(dc.call("GET", blobs + "/deep").first, 200);
+  EXPECT_TRUE(eventually([&] { return dc.call("POST", kConfigMaps, Json{{"metadata", {{"name", "after"}}}}).first == 201; }));
+}
