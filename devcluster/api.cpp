@@ -194,6 +194,9 @@ std::vector<Cause> validate_crd(const Json& crd) {
     else if (schema.value("type", "") != "object")
       causes.push_back({"spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema.type", "FieldValueInvalid",
                         "Invalid value: \"" + schema.value("type", "") + "\": must be object at the root"});
+    else
+      for (auto& c : validate_schema_definition(schema, "spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema"))
+        causes.push_back(std::move(c));
   }
   if (!versions.empty() && storage != 1)
     causes.push_back({"spec.versions", "FieldValueInvalid", "Invalid value: " + std::to_string(storage) +
@@ -446,6 +449,10 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
     if (!causes.empty()) return Outcome::fail(invalid("", "Pod", name, std::move(causes)));
   } else if (type.plural == "secrets" && type.group.empty()) {
     default_secret(next);
+  } else if (type.plural == "customresourcedefinitions" && type.group == "apiextensions.k8s.io" && !status_subresource) {
+    // A CRD update is checked like a create: a schema that cannot be enforced is refused.
+    auto causes = validate_crd(next);
+    if (!causes.empty()) return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   }
   if (spec_part(next, type.has_status) != spec_part(cur, type.has_status) && cur["metadata"].contains("generation"))
     next["metadata"]["generation"] = cur["metadata"]["generation"].get<long long>() + 1;

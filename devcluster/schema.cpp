@@ -1,5 +1,6 @@
 #include "devcluster/schema.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -82,6 +83,16 @@ std::string type_of(const Json& v) {
   if (v.is_string()) return "string";
   if (v.is_array()) return "array";
   return "object";
+}
+
+// Why `pattern` cannot be enforced ("" when it can).
+std::string pattern_problem(const std::string& pattern) {
+  try {
+    std::regex re(pattern, std::regex::ECMAScript);
+    return "";
+  } catch (const std::regex_error& e) {
+    return std::string("must be a valid regular expression: ") + e.what();
+  }
 }
 
 std::string shown(const Json& v) { return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump(); }
@@ -184,7 +195,53 @@ void validate(const Json& schema, const Json& value, const std::string& path, st
   }
 }
 
+void check_definition(const Json& schema, const std::string& path, std::vector<Cause>* out) {
+  if (!schema.is_object()) return;
+  if (auto t = schema.find("type"); t != schema.end() && t->is_string()) {
+    static const char* kTypes[] = {"array", "boolean", "integer", "number", "object", "string"};
+    const std::string& type = t->get_ref<const std::string&>();
+    if (!type.empty() && std::none_of(std::begin(kTypes), std::end(kTypes), [&](const char* k) { return type == k; }))
+      add(out, path + ".type", "FieldValueNotSupported",
+          "Unsupported value: \"" + type + "\": supported values: \"array\", \"boolean\", \"integer\", \"number\", "
+          "\"object\", \"string\"");
+  }
+  auto ordered = [&](const char* lo, const char* hi) {
+    auto l = schema.find(lo), h = schema.find(hi);
+    if (l != schema.end() && h != schema.end() && l->is_number() && h->is_number() && l->get<double>() > h->get<double>())
+      add(out, path + "." + lo, "FieldValueInvalid",
+          "Invalid value: " + l->dump() + ": must be less than or equal to " + hi + " (" + h->dump() + ")");
+  };
+  ordered("minimum", "maximum");
+  ordered("minLength", "maxLength");
+  ordered("minItems", "maxItems");
+  ordered("minProperties", "maxProperties");
+  for (const char* k : {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"})
+    if (auto v = schema.find(k); v != schema.end() && v->is_number() && v->get<double>() < 0)
+      add(out, path + "." + k, "FieldValueInvalid", "Invalid value: " + v->dump() + ": must be greater than or equal to 0");
+  if (auto p = schema.find("pattern"); p != schema.end() && p->is_string())
+    if (std::string problem = pattern_problem(p->get_ref<const std::string&>()); !problem.empty())
+      add(out, path + ".pattern", "FieldValueInvalid", "Invalid value: " + shown(*p) + ": " + problem);
+  for (const char* k : {"properties", "patternProperties", "definitions"})
+    if (auto m = schema.find(k); m != schema.end() && m->is_object())
+      for (const auto& [name, sub] : m->items()) check_definition(sub, path + "." + k + "[" + name + "]", out);
+  for (const char* k : {"items", "additionalProperties", "additionalItems", "not"})
+    if (auto sub = schema.find(k); sub != schema.end()) {
+      if (sub->is_object()) check_definition(*sub, path + "." + k, out);
+      else if (sub->is_array())
+        for (size_t i = 0; i < sub->size(); ++i) check_definition((*sub)[i], path + "." + k + "[" + std::to_string(i) + "]", out);
+    }
+  for (const char* k : {"allOf", "anyOf", "oneOf"})
+    if (auto list = schema.find(k); list != schema.end() && list->is_array())
+      for (size_t i = 0; i < list->size(); ++i) check_definition((*list)[i], path + "." + k + "[" + std::to_string(i) + "]", out);
+}
+
 }  // namespace
+
+std::vector<Cause> validate_schema_definition(const Json& schema, const std::string& path) {
+  std::vector<Cause> out;
+  check_definition(schema, path, &out);
+  return out;
+}
 
 void apply_schema_defaults(const Json& schema, Json& object) { defaults(schema, object, ""); }
 

@@ -4,6 +4,8 @@
 // server, and never a data dir that cannot start again.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "devcluster_process.h"
 
 using namespace devcluster_test;
@@ -335,4 +337,49 @@ TEST_F(DevclusterHostile, DeepNestingIsRefusedBeforeParsingAndLoadingSkipsIt) {
   ASSERT_TRUE(dc.start()) << dc.log();
   EXPECT_EQ(dc.call("GET", blobs + "/deep").first, 200);
   EXPECT_TRUE(eventually([&] { return dc.call("POST", kConfigMaps, Json{{"metadata", {{"name", "after"}}}}).first == 201; }));
+}
+
+// Item 9: a CRD schema that cannot be enforced is refused at create and at update.
+TEST_F(DevclusterHostile, CrdSchemasThatCannotBeEnforcedAreRefused) {
+  const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  auto with = [](const std::function<void(Json&)>& edit) {
+    Json crd = open_crd();
+    edit(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]);
+    return crd;
+  };
+  Json bogus = with([](Json& s) { s["properties"]["size"] = {{"type", "object"}, {"properties", {{"n", {{"type", "bogus"}}}}}}; });
+  auto [c1, b1] = dc.call("POST", crds, bogus);
+  EXPECT_EQ(c1, 422) << b1.dump();
+  EXPECT_NE(message(b1).find("spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].properties[n].type: "
+                             "Unsupported value: \"bogus\""),
+            std::string::npos)
+      << b1.dump();
+  Json range = with([](Json& s) { s["properties"]["n"] = {{"type", "integer"}, {"minimum", 10}, {"maximum", 1}}; });
+  auto [c2, b2] = dc.call("POST", crds, range);
+  EXPECT_EQ(c2, 422) << b2.dump();
+  EXPECT_NE(message(b2).find("properties[n].minimum: Invalid value: 10: must be less than or equal to maximum (1)"),
+            std::string::npos)
+      << b2.dump();
+  // `required` must be a list: kube-apiserver's decoder refuses a string with 400 before
+  // validation runs (JSONSchemaProps.required is []string).
+  Json required = with([](Json& s) { s["required"] = "spec"; });
+  auto [c3, b3] = dc.call("POST", crds, required);
+  EXPECT_EQ(c3, 400) << b3.dump();
+  EXPECT_NE(message(b3).find("cannot unmarshal string into Go struct field "
+                             "JSONSchemaProps.spec.versions.schema.openAPIV3Schema.properties.required of type []string"),
+            std::string::npos)
+      << b3.dump();
+  // Updates are checked too.
+  auto [c4, created] = dc.call("POST", crds, open_crd());
+  ASSERT_EQ(c4, 201) << created.dump();
+  Json update = bogus;
+  update["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"];
+  auto [c5, b5] = dc.call("PUT", crds + "/blobs.test.flotilla.io", update);
+  EXPECT_EQ(c5, 422) << b5.dump();
+  auto [c6, b6] = dc.call("PATCH", crds + "/blobs.test.flotilla.io",
+                          Json::parse(R"({"spec":{"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":
+                            {"type":"object","properties":{"spec":{"type":"object","minLength":-1}}}}}]}})"),
+                          "application/merge-patch+json");
+  EXPECT_EQ(c6, 422) << b6.dump();
+  EXPECT_TRUE(healthy());
 }
