@@ -6,8 +6,8 @@
 //   additionalProperties allow them, and reported so fieldValidation=Strict can refuse them.
 // Assumes: the schema is structural (every node has a type, or preserve-unknown-fields).
 // Caveats: supported keywords: type, properties, required, items, additionalProperties, enum,
-//   minimum/maximum (+exclusive), minLength/maxLength, minItems/maxItems, pattern (ECMAScript
-//   via std::regex), nullable, default, format int32/int64, x-kubernetes-int-or-string,
+//   minimum/maximum (+exclusive), minLength/maxLength, minItems/maxItems, pattern (Go/RE2
+//   syntax, linear-time matching), nullable, default, format int32/int64, x-kubernetes-int-or-string,
 //   x-kubernetes-preserve-unknown-fields, x-kubernetes-embedded-resource. No CEL rules
 //   (x-kubernetes-validations), no oneOf/anyOf/allOf/not.
 #pragma once

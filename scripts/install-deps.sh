@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config
   libssl-dev openssl
-  nlohmann-json3-dev libyaml-cpp-dev
+  nlohmann-json3-dev libyaml-cpp-dev libre2-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libspdlog-dev libcpprest-dev
   gnuplot-nox

@@ -383,3 +383,32 @@ TEST_F(DevclusterHostile, CrdSchemasThatCannotBeEnforcedAreRefused) {
   EXPECT_EQ(c6, 422) << b6.dump();
   EXPECT_TRUE(healthy());
 }
+
+// Item 3: `pattern` ran on a backtracking engine (std::regex): ^(a+)+$ against 50,000 `a`s
+// segfaulted; a pattern that does not compile was accepted and silently not enforced.
+TEST_F(DevclusterHostile, CrdPatternsRunInLinearTimeAndBadPatternsAreRefused) {
+  const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  Json bad = open_crd();
+  bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["name"]["pattern"] = "(unclosed";
+  auto [c1, b1] = dc.call("POST", crds, bad);
+  EXPECT_EQ(c1, 422) << b1.dump();
+  EXPECT_NE(message(b1).find("properties[name].pattern: Invalid value: \"(unclosed\": must be a valid regular expression"),
+            std::string::npos)
+      << b1.dump();
+  bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["name"]["pattern"] = "^(?=lookahead)";
+  EXPECT_EQ(dc.call("POST", crds, bad).first, 422) << "Go's regexp (RE2) has no lookahead, so kube-apiserver refuses it";
+  ASSERT_EQ(dc.call("POST", crds, open_crd()).first, 201);
+  const std::string blobs = "/apis/test.flotilla.io/v1/namespaces/default/blobs";
+  ASSERT_TRUE(eventually([&] { return dc.call("GET", blobs).first == 200; }));
+  auto blob = [](const std::string& name, const std::string& value) {
+    return Json{{"apiVersion", "test.flotilla.io/v1"}, {"kind", "Blob"}, {"metadata", {{"name", name}}}, {"name", value}};
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  auto [c2, b2] = dc.call("POST", blobs, blob("bomb", std::string(50000, 'a') + "!"));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(c2, 422) << b2.dump().substr(0, 300);
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_EQ(dc.call("POST", blobs, blob("long", std::string(50000, 'a'))).first, 201);
+  EXPECT_EQ(dc.call("POST", blobs, blob("short", "b")).first, 422);
+  EXPECT_TRUE(healthy());
+}
