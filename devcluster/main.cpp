@@ -1,7 +1,7 @@
 // flotilla-devcluster: a local Kubernetes API server with virtual GPU nodes.
 //
 //   flotilla-devcluster --listen 127.0.0.1:PORT --nodes nodes.yaml --data-dir DIR --kubeconfig-out FILE
-//                       [--watch-window EVENTS] [--bookmark-interval-ms MS]
+//                       [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS]
 //   flotilla-devcluster admin ACTION [ARGS] --kubeconfig FILE
 //     fail-node NAME | recover-node NAME | cordon NAME | uncordon NAME | remove-node NAME
 //     add-node NAME --gpu-type T --gpu-count N [--zone Z] | compact | watch-window EVENTS
@@ -25,7 +25,7 @@ namespace {
 int usage(const std::string& problem) {
   if (!problem.empty()) std::cerr << "flotilla-devcluster: " << problem << "\n";
   std::cerr << "usage: flotilla-devcluster --listen HOST:PORT --data-dir DIR [--nodes nodes.yaml] [--kubeconfig-out FILE]\n"
-               "                           [--watch-window EVENTS] [--bookmark-interval-ms MS]\n"
+               "                           [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS]\n"
                "       flotilla-devcluster admin fail-node|recover-node|cordon|uncordon|remove-node NAME --kubeconfig FILE\n"
                "       flotilla-devcluster admin add-node NAME --gpu-type T --gpu-count N [--zone Z] --kubeconfig FILE\n"
                "       flotilla-devcluster admin compact|watch-window EVENTS --kubeconfig FILE\n";
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   if (!words.empty()) return usage("unexpected argument '" + words[0] + "'");
   for (const auto& [k, v] : flags)
     if (k != "listen" && k != "nodes" && k != "data-dir" && k != "kubeconfig-out" && k != "watch-window" &&
-        k != "bookmark-interval-ms")
+        k != "watch-window-mib" && k != "bookmark-interval-ms")
       return usage("unknown flag --" + k);
   flotilla::devcluster::DevclusterOptions options;
   if (flags.count("listen")) options.listen = flags["listen"];
@@ -177,6 +177,11 @@ int main(int argc, char** argv) {
     if (!parse_int(flags["watch-window"], 1, std::numeric_limits<int>::max(), &value))
       return usage("--watch-window must be a positive integer (events), got '" + flags["watch-window"] + "'");
     options.watch_window_events = static_cast<size_t>(value);
+  }
+  if (flags.count("watch-window-mib")) {
+    if (!parse_int(flags["watch-window-mib"], 1, 1 << 20, &value))
+      return usage("--watch-window-mib must be a positive integer (MiB), got '" + flags["watch-window-mib"] + "'");
+    options.watch_window_bytes = static_cast<size_t>(value) << 20;
   }
   if (flags.count("bookmark-interval-ms")) {
     if (!parse_int(flags["bookmark-interval-ms"], 1, 3600000, &value))

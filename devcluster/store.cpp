@@ -18,6 +18,9 @@ constexpr uint64_t kFirstRv = 1000;  // leaves "0" and small numbers meaning "an
 
 std::string key_of(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
+// Memory an event in the window holds: its watch line plus the parsed object (about as large).
+size_t event_cost(const StoredEvent& e) { return 2 * e.line.size() + 256; }
+
 bool write_all_fd(int fd, const std::string& data) {
   size_t done = 0;
   while (done < data.size()) {
@@ -257,6 +260,7 @@ bool Store::write_snapshot(std::string* error) {
     return false;
   }
   std::string buf = Json{{"rv", rv}, {"floor", floor}}.dump() + "\n";
+  size_t written = 0;
   bool ok = true;
   for (const auto& [resource, items] : objects) {
     for (const auto& [key, obj] : items) {
@@ -264,6 +268,7 @@ bool Store::write_snapshot(std::string* error) {
       buf += Json{{"r", resource}, {"ns", key.substr(0, slash)}, {"n", key.substr(slash + 1)}, {"o", *obj}}.dump();
       buf += '\n';
       if (buf.size() > (1 << 20)) {
+        written += buf.size();
         ok = ok && write_all_fd(fd, buf);
         buf.clear();
       }
@@ -274,10 +279,12 @@ bool Store::write_snapshot(std::string* error) {
                 {"o", *ev->object}}.dump();
     buf += '\n';
     if (buf.size() > (1 << 20)) {
+      written += buf.size();
       ok = ok && write_all_fd(fd, buf);
       buf.clear();
     }
   }
+  written += buf.size();
   ok = ok && write_all_fd(fd, buf) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) {
@@ -291,6 +298,10 @@ bool Store::write_snapshot(std::string* error) {
     return false;
   }
   fsync_dir(options_.dir);
+  {
+    std::lock_guard lock(mutex_);
+    snapshot_bytes_ = written;
+  }
   return true;
 }
 
@@ -305,7 +316,8 @@ void Store::sync_loop() {
       ::fdatasync(fd);
       lock.lock();
     }
-    if (log_events_ >= options_.compact_log_after_events && !stopping_) {
+    const size_t log_bytes_limit = std::max(options_.compact_log_min_bytes, 2 * snapshot_bytes_);
+    if ((log_events_ >= options_.compact_log_after_events || log_bytes_ >= log_bytes_limit) && !stopping_) {
       // Rotate the log, then write a snapshot that covers everything in the old one.
       ::fdatasync(log_fd_);
       ::close(log_fd_);
@@ -313,6 +325,7 @@ void Store::sync_loop() {
       std::filesystem::rename(options_.dir / "log", options_.dir / "log.old", ec);
       log_fd_ = ::open((options_.dir / "log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       log_events_ = 0;
+      log_bytes_ = 0;
       lock.unlock();
       std::string error;
       if (write_snapshot(&error)) std::filesystem::remove(options_.dir / "log.old", ec);
@@ -350,9 +363,15 @@ std::vector<std::pair<std::string, ObjectPtr>> Store::all_locked() const {
 }
 
 void Store::push_window_locked(EventPtr e) {
+  window_bytes_ += event_cost(*e);
   window_.push_back(std::move(e));
-  while (window_.size() > options_.window_events) {
+  trim_window_locked();
+}
+
+void Store::trim_window_locked() {
+  while (window_.size() > options_.window_events || (window_.size() > 1 && window_bytes_ > options_.window_bytes)) {
     window_floor_ = window_.front()->rv;
+    window_bytes_ -= event_cost(*window_.front());
     window_.pop_front();
   }
 }
@@ -367,6 +386,7 @@ void Store::append_log_locked(const StoredEvent& e) {
   rec += "}\n";
   write_all_fd(log_fd_, rec);
   ++log_events_;
+  log_bytes_ += rec.size();
   dirty_ = true;
 }
 
@@ -430,6 +450,7 @@ void Store::wait_locked(std::unique_lock<std::mutex>& lock, uint64_t since, std:
 void Store::compact_window() {
   std::lock_guard lock(mutex_);
   window_.clear();
+  window_bytes_ = 0;
   window_floor_ = rv_;
   cv_.notify_all();
 }
@@ -437,10 +458,7 @@ void Store::compact_window() {
 void Store::set_window_events(size_t n) {
   std::lock_guard lock(mutex_);
   options_.window_events = std::max<size_t>(n, 1);
-  while (window_.size() > options_.window_events) {
-    window_floor_ = window_.front()->rv;
-    window_.pop_front();
-  }
+  trim_window_locked();
 }
 
 }  // namespace flotilla::devcluster
