@@ -208,9 +208,11 @@ std::vector<Cause> validate_crd(const Json& crd) {
 // dropped with a warning, or refused under fieldValidation=Strict.
 std::optional<ApiError> decode_body(const ResourceType& type, Json& body, const WriteOptions& opts,
                                     std::vector<std::string>* warnings) {
-  if (type.is_crd || opts.internal || !has_builtin_schema(type.kind)) return std::nullopt;
+  if (opts.internal || (!type.is_crd && !has_builtin_schema(type.kind))) return std::nullopt;
   std::vector<std::string> unknown;
-  if (auto e = decode_builtin(type.kind, type.api_version(), body, &unknown)) return e;
+  if (auto e = type.is_crd ? decode_custom_resource_meta(type.kind, type.api_version(), body, &unknown)
+                           : decode_builtin(type.kind, type.api_version(), body, &unknown))
+    return e;
   if (unknown.empty()) return std::nullopt;
   if (opts.field_validation == "Strict") return strict_decoding_error(unknown);
   if (opts.field_validation != "Ignore")

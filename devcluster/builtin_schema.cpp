@@ -413,9 +413,10 @@ void decode_value(const Type& t, Json& v, Walk& w) {
 
 bool has_builtin_schema(const std::string& kind) { return tables().find(kind) != nullptr && kind != "ObjectMeta"; }
 
-std::optional<ApiError> decode_builtin(const std::string& kind, const std::string& api_version, Json& object,
-                                       std::vector<std::string>* unknown_fields) {
-  const Struct* st = tables().find(kind);
+namespace {
+
+std::optional<ApiError> decode_with(const Struct* st, const std::string& kind, const std::string& api_version,
+                                    Json& object, std::vector<std::string>* unknown_fields, bool meta_only) {
   if (!st || !object.is_object()) return std::nullopt;
   // kube-apiserver reads apiVersion and kind before the typed decode, with its own message.
   for (const char* key : {"apiVersion", "kind"})
@@ -427,12 +428,33 @@ std::optional<ApiError> decode_builtin(const std::string& kind, const std::strin
     }
   Walk w;
   w.unknown = unknown_fields;
-  decode_struct(*st, object, w);
+  if (meta_only) {
+    w.owner = kind;
+    if (auto m = object.find("metadata"); m != object.end() && !m->is_null()) {
+      w.path = w.go_path = "metadata";
+      static const Type meta_type{Kind::Struct, nullptr, tables().find("ObjectMeta"), "v1.ObjectMeta"};
+      decode_value(meta_type, *m, w);
+    }
+  } else {
+    decode_struct(*st, object, w);
+  }
   if (w.error.empty()) return std::nullopt;
   std::string version = api_version.substr(api_version.find('/') + 1);
   ApiError e = bad_request(kind + " in version \"" + version + "\" cannot be handled as a " + kind + ": " + w.error);
   e.causes.push_back({w.error_path, "FieldValueInvalid", w.error});
   return e;
+}
+
+}  // namespace
+
+std::optional<ApiError> decode_builtin(const std::string& kind, const std::string& api_version, Json& object,
+                                       std::vector<std::string>* unknown_fields) {
+  return decode_with(tables().find(kind), kind, api_version, object, unknown_fields, false);
+}
+
+std::optional<ApiError> decode_custom_resource_meta(const std::string& kind, const std::string& api_version, Json& object,
+                                                   std::vector<std::string>* unknown_fields) {
+  return decode_with(tables().find("ObjectMeta"), kind, api_version, object, unknown_fields, true);
 }
 
 ApiError strict_decoding_error(const std::vector<std::string>& unknown_fields) {

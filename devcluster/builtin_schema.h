@@ -40,6 +40,11 @@ bool has_builtin_schema(const std::string& kind);
 std::optional<ApiError> decode_builtin(const std::string& kind, const std::string& api_version, nlohmann::json& object,
                                        std::vector<std::string>* unknown_fields);
 
+// For custom resources: apiVersion, kind and metadata (as ObjectMeta) only; the rest is the
+// CRD schema's job (schema.h).
+std::optional<ApiError> decode_custom_resource_meta(const std::string& kind, const std::string& api_version,
+                                                   nlohmann::json& object, std::vector<std::string>* unknown_fields);
+
 // The strict decoding error for unknown fields (400), as kube-apiserver words it.
 ApiError strict_decoding_error(const std::vector<std::string>& unknown_fields);
 
