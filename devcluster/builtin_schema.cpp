@@ -419,8 +419,10 @@ std::optional<ApiError> decode_with(const Struct* st, const std::string& kind, c
                                     Json& object, std::vector<std::string>* unknown_fields, bool meta_only) {
   if (!st || !object.is_object()) return std::nullopt;
   // kube-apiserver reads apiVersion and kind before the typed decode, with its own message.
+  for (const char* key : {"apiVersion", "kind", "metadata"})
+    if (auto it = object.find(key); it != object.end() && it->is_null()) object.erase(it);  // Go: ""/absent
   for (const char* key : {"apiVersion", "kind"})
-    if (auto it = object.find(key); it != object.end() && !it->is_string() && !it->is_null()) {
+    if (auto it = object.find(key); it != object.end() && !it->is_string()) {
       ApiError e = bad_request("couldn't get version/kind; json parse error: json: cannot unmarshal " + json_kind(*it) +
                                " into Go struct field ." + key + " of type string");
       e.causes.push_back({key, "FieldValueInvalid", e.message});

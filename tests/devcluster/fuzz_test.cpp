@@ -276,7 +276,7 @@ TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
   std::string summary;
   for (const auto& [code, n] : codes) summary += " " + std::to_string(code) + ":" + std::to_string(n);
   std::printf("[ fuzz ] %d requests, answers by code:%s\n", sent, summary.c_str());
-  EXPECT_GE(sent, 1000) << "the machine is too slow for a meaningful run within the time budget";
+  EXPECT_GE(sent, 300) << "the machine is too slow for a meaningful run within the time budget";
   ASSERT_EQ(dc.call("GET", "/api/v1/namespaces/default").first, 200);
   std::this_thread::sleep_for(1s);  // let the kubelet settle what it does with the pods
   auto before = everything(dc);
