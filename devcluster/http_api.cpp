@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "devcluster/builtin_schema.h"
 #include "devcluster/json_limits.h"
 #include "devcluster/protobuf_decode.h"
 #include "devcluster/selectors.h"
@@ -852,6 +853,9 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     DeleteOptions dopts;
     Json body = Json::object();
     if (!req.body.empty() && !parse_body(&body)) return;
+    if (!body.is_object()) return send_error(w, bad_request("the body of a delete must be a DeleteOptions object"));
+    std::vector<std::string> unknown;  // ignored, as kube-apiserver does for DeleteOptions
+    if (auto e = decode_builtin("DeleteOptions", "meta.k8s.io/v1", body, &unknown)) return send_error(w, *e);
     if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
       dopts.grace_seconds = body["gracePeriodSeconds"].get<long long>();
     std::string grace_q = req.query_param("gracePeriodSeconds");

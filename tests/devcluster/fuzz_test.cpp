@@ -233,7 +233,7 @@ TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
   for (; sent < kRequests && std::chrono::steady_clock::now() < deadline; ++sent) {
     const Target& t = ts[f.pick(ts.size())];
     std::string method, path = t.item, content_type = "application/json", body;
-    switch (f.pick(5)) {
+    switch (f.pick(11) / 2) {
       case 0: {
         method = "POST";
         path = t.collection;
@@ -254,12 +254,23 @@ TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
         content_type = "application/strategic-merge-patch+json";
         body = f.render(f.mutate_tree(t.seed));
         break;
-      default:
+      case 4:
         method = "PATCH";
         content_type = "application/json-patch+json";
         body = f.render(f.json_patch_ops(t.seed));
         break;
+      default: {
+        // DELETE of an object an earlier POST may have made, with hostile DeleteOptions.
+        method = "DELETE";
+        path = t.collection + "/fuzz-" + std::to_string(f.pick(sent + 1));
+        Json options = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"gracePeriodSeconds", 0},
+                        {"propagationPolicy", "Background"}, {"preconditions", {{"uid", "x"}}}};
+        body = f.render(f.mutate_tree(options));
+        break;
+      }
     }
+    // Status subresources (404 where there is none) take the same PUTs and PATCHes.
+    if ((method == "PUT" || method == "PATCH") && f.chance(15)) path += "/status";
     auto r = dc.http().send(method, path, body, content_type);
     ASSERT_TRUE(r.ok()) << "request " << sent << ": " << method << " " << path << " dropped: " << r.error << "\nbody: "
                         << body.substr(0, 500) << "\n" << dc.log();
