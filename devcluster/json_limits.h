@@ -7,8 +7,10 @@
 //   of arrays and objects; it never fails, even on malformed or truncated input (the parser
 //   reports those). kMaxJsonNestingDepth is kube-apiserver's limit (10,000 levels).
 // Assumes: UTF-8 or any byte string; only ASCII '"', '\\', '[', ']', '{', '}' matter.
-// Caveats: a depth within the limit is still parsed recursively by callers (10,000 levels use
-//   well under 1 MiB of stack in nlohmann's recursive functions on an 8 MiB thread stack).
+// Caveats: a body within the limit is still copied, compared and dumped recursively by
+//   nlohmann, so threads that handle requests need deep stacks: flotilla-devcluster's main()
+//   gives every thread 64 MiB (pthread_setattr_default_np); 10,000 levels took more than 8 MiB
+//   under AddressSanitizer. A process that embeds the library must do the same.
 #pragma once
 
 #include <cstddef>

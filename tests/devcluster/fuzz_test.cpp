@@ -8,6 +8,8 @@
 // kTimeBudget (40 s) so it stays under a minute on a loaded 2-core machine.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -196,14 +198,14 @@ std::map<std::string, Json> everything(DevclusterProcess& dc) {
                            "/apis/fuzz.flotilla.io/v1/things"}) {
     auto [code, list] = dc.call("GET", path);
     EXPECT_EQ(code, 200) << path << " " << list.dump().substr(0, 200);
-    for (auto item : list.value("items", Json::array())) {
+    for (auto& item : list["items"]) {
       Json& meta = item["metadata"];
       std::string key = std::string(path) + " " + meta.value("namespace", "") + "/" + meta.value("name", "");
       meta.erase("resourceVersion");
       item.erase("status");  // the kubelet and node lifecycle write status after a restart
       if (std::string(path) == "/api/v1/pods" && meta.contains("annotations"))
         meta["annotations"].erase("devcluster.flotilla.io/gpus");
-      out[key] = item;
+      out[key] = std::move(item);
     }
   }
   return out;
@@ -212,6 +214,13 @@ std::map<std::string, Json> everything(DevclusterProcess& dc) {
 }  // namespace
 
 TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
+  // Answers and lists may hold values nested up to 10,000 levels, which nlohmann compares and
+  // prints recursively: let this thread's stack grow to 64 MiB (sanitizer builds need it).
+  rlimit stack{};
+  if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY && stack.rlim_cur < (rlim_t{64} << 20)) {
+    stack.rlim_cur = stack.rlim_max == RLIM_INFINITY ? rlim_t{64} << 20 : std::min(stack.rlim_max, rlim_t{64} << 20);
+    setrlimit(RLIMIT_STACK, &stack);
+  }
   uint64_t seed = 14;
   if (const char* s = std::getenv("FLOTILLA_FUZZ_SEED")) seed = std::strtoull(s, nullptr, 10);
   std::printf("[ fuzz ] seed %llu (set FLOTILLA_FUZZ_SEED to replay another)\n", static_cast<unsigned long long>(seed));
@@ -221,8 +230,9 @@ TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
   // Seed objects (the CRD first, so its custom resources exist).
   std::rotate(ts.begin(), ts.end() - 2, ts.end() - 1);
   for (const auto& t : ts) {
-    if (t.is_crd_kind)
+    if (t.is_crd_kind) {
       ASSERT_TRUE(eventually([&] { return dc.call("GET", t.collection).first == 200; })) << t.collection;
+    }
     auto [code, body] = dc.call("POST", t.collection, t.seed);
     ASSERT_EQ(code, 201) << t.collection << " " << body.dump();
   }
