@@ -670,6 +670,7 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   if (!main.ok()) return main;
   ObjectPtr after = store_.get_locked("/pods", ns, name);
   Json with_status = *after;
+  if (!with_status["status"].is_object()) with_status["status"] = Json::object();  // a PUT of pods/status may drop it
   Json conds = with_status["status"].value("conditions", Json::array());
   {
     Json kept = Json::array();

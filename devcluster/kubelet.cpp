@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iostream>
 
 #include "devcluster/nodes_file.h"
@@ -246,8 +247,19 @@ void Kubelet::loop() {
     reap_children();
     timers();
     auto now = Clock::now();
-    if (!pending_.empty() && (pending_dirty_ || now - last_schedule_ > std::chrono::seconds(1))) schedule_pending();
-    if (gc_dirty_ && now - last_gc_ > std::chrono::milliseconds(100)) gc_pass();
+    // A bug met on one object must cost that pass, never the server (an uncaught exception
+    // here aborted devcluster; the fuzz test found one in binding a pod without status).
+    auto guarded = [](const char* what, const std::function<void()>& pass) {
+      try {
+        pass();
+      } catch (const std::exception& e) {
+        std::cerr << std::string("flotilla-devcluster: kubelet: ") + what + " failed: " + e.what() + "; retrying later\n"
+                  << std::flush;
+      }
+    };
+    if (!pending_.empty() && (pending_dirty_ || now - last_schedule_ > std::chrono::seconds(1)))
+      guarded("scheduling", [&] { schedule_pending(); });
+    if (gc_dirty_ && now - last_gc_ > std::chrono::milliseconds(100)) guarded("garbage collection", [&] { gc_pass(); });
   }
 }
 

@@ -470,3 +470,22 @@ TEST_F(DevclusterHostile, LargeObjectRewritesKeepMemoryAndLogBounded) {
   EXPECT_LT(peak_log, 100u << 20);
   EXPECT_LT(restart_peak_kb, 300 * 1024);
 }
+
+// Found by the fuzz run: a PUT of pods/status without a status left a pod the scheduler could
+// not bind (an uncaught exception in the kubelet thread aborted the server).
+TEST_F(DevclusterHostile, PodWithoutStatusIsStillScheduled) {
+  Json p = sleeper("no-status");
+  p["spec"]["nodeSelector"] = {{"pool", "nowhere"}};
+  auto [c, created] = dc.call("POST", kPods, p);
+  ASSERT_EQ(c, 201) << created.dump();
+  created.erase("status");
+  auto [sc, sb] = dc.call("PUT", std::string(kPods) + "/no-status/status", created);
+  ASSERT_EQ(sc, 200) << sb.dump();
+  auto [pc, pb] = dc.call("PATCH", std::string(kPods) + "/no-status", Json{{"spec", {{"nodeSelector", nullptr}}}},
+                          "application/merge-patch+json");
+  ASSERT_EQ(pc, 200) << pb.dump();
+  EXPECT_TRUE(eventually([&] {
+    return dc.call("GET", std::string(kPods) + "/no-status").second.value("/spec/nodeName"_json_pointer, std::string()) != "";
+  })) << dc.log();
+  EXPECT_TRUE(healthy());
+}
