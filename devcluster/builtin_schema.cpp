@@ -415,7 +415,10 @@ void decode_value(const Type& t, Json& v, Walk& w) {
 
 }  // namespace
 
-bool has_builtin_schema(const std::string& kind) { return tables().find(kind) != nullptr && kind != "ObjectMeta"; }
+bool has_builtin_schema(const std::string& kind) {
+  const Struct* st = tables().find(kind);
+  return st != nullptr && st->fields.count("metadata") > 0;  // a kind, not one of its parts
+}
 
 namespace {
 
