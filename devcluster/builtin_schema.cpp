@@ -134,6 +134,7 @@ constexpr const char* kTable = R"({
 "CustomResourceColumnDefinition": {"name": "string", "type": "string", "format": "string", "description": "string",
   "priority": "int32", "jsonPath": "string"},
 "SelectableField": {"jsonPath": "string"},
+"Binding": {"apiVersion": "string", "kind": "string", "metadata": "ObjectMeta", "target": "ObjectReference"},
 "DeleteOptions": {"apiVersion": "string", "kind": "string", "gracePeriodSeconds": "int64",
   "preconditions": "Preconditions", "orphanDependents": "bool", "propagationPolicy": "string",
   "dryRun": "[]string", "ignoreStoreReadErrorWithClusterBreakingPotential": "bool"},

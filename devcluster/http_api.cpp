@@ -821,6 +821,9 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     if (req.method != "POST") return send_error(w, {405, "MethodNotAllowed", "binding accepts POST only", "", "", "", {}});
     Json body;
     if (!parse_body(&body)) return;
+    if (!body.is_object()) return send_error(w, bad_request("the body of a binding must be a Binding object"));
+    std::vector<std::string> unknown;
+    if (auto e = decode_builtin("Binding", "v1", body, &unknown)) return send_error(w, *e);
     return respond_outcome(w, api_.bind_pod(ns, name, body), "v1");
   }
   bool status_sub = sub == "status";

@@ -219,6 +219,13 @@ TEST_F(DevclusterHostile, BuiltInKindsAreTypeCheckedAndUnknownFieldsWarnOrFail) 
               std::string::npos)
         << typed.output;
   }
+  // Bodies of subresources and deletes are typed too.
+  ASSERT_EQ(dc.call("POST", kPods, sleeper("unbound")).first, 201);
+  auto [bc, bb] = raw("POST", std::string(kPods) + "/unbound/binding", R"({"target":{"name":5}})");
+  EXPECT_EQ(bc, 400) << bb.dump();
+  auto [dc1, db1] = raw("DELETE", std::string(kConfigMaps) + "/cm", R"({"propagationPolicy":5})");
+  EXPECT_EQ(dc1, 400) << db1.dump();
+  EXPECT_EQ(dc.call("GET", std::string(kConfigMaps) + "/cm").first, 200);
   EXPECT_TRUE(healthy());
 }
 
