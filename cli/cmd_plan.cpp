@@ -3,10 +3,15 @@
 // Guarantees: prints the best plan (stages, GPU type, TP, DP, layers, peak memory per GPU
 //   against capacity, iteration seconds, tokens/s, USD/iteration), its best-fit placement on
 //   the cluster's nodes (Frenzy HAS), the next best alternatives, and why others were rejected;
-//   --json prints the same as one JSON object. Exit 0 with a plan; 1 when nothing fits or meets
+//   --json prints the same as one JSON object. The decision is planner::plan_and_place(); this
+//   file only reads files and prints. Exit 0 with a plan; 1 when nothing fits or meets
 //   the constraints (one line, naming the smallest change that would fit, found by re-searching
 //   with it); 2 on bad input (one line: what is wrong and what to fix).
 //   `flotilla plan evaluate ...` is dispatched to run_plan_evaluate() (cli/plan_evaluate.h).
+//   With --launcher megatron the search keeps one TP for all stages (megatron_constraints())
+//   and, after the usual output, prints one shell-quoted launch command per pod of the chosen
+//   plan (launch::render_megatron(); --json adds them under "launch"); a plan Megatron cannot
+//   express exits 1 after the plan with one line saying why.
 // Assumes: cluster.yaml as documented in planner/cluster.h (examples/cluster.yaml).
 // Caveats: without --profiles, compute times come from FLOPs x calibrated efficiency.
 #include <cmath>
@@ -16,14 +21,13 @@
 #include "cli/command.h"
 #include "cli/plan_evaluate.h"
 #include "cli/text_file.h"
+#include "launch/megatron.h"
 #include "planner/cluster.h"
 #include "planner/model_spec_io.h"
 #include "planner/network_io.h"
-#include "planner/plan_placement.h"
+#include "planner/plan_and_place.h"
 #include "planner/profile_io.h"
-#include "planner/search.h"
 #include "planner/search_space.h"
-#include "planner/suggest.h"
 
 namespace fp = flotilla::planner;
 
@@ -33,7 +37,14 @@ constexpr const char* kUsage =
     "usage: flotilla plan --model NAME|FILE --cluster FILE [--objective throughput|cost] "
     "[--max-usd-per-iter X] [--min-tokens-per-s Y] [--gbs N (default 2048)] [--profiles DIR] [--network DIR] "
     "[--gpu-catalog FILE] [--recompute none|selective|full] [--zero 0-3] [--alternatives K] "
-    "[--attention flash|materialized (default flash, on GPUs that support it)] [--json]\n       flotilla plan evaluate --help";
+    "[--attention flash|materialized (default flash, on GPUs that support it)] [--json]\n"
+    "       [--launcher megatron [--megatron-master-addr HOST (default: the node of pod 0)] "
+    "[--megatron-master-port P (default 29500)] [--megatron-script PATH (default pretrain_gpt.py)] "
+    "[--checkpoint-path DIR (default /checkpoints; --save and --load)] [--save-interval N (default 1000)] "
+    "[--data-path PATH (repeatable; default --mock-data)] [--train-steps N (default 1000; --train-iters)]]\n"
+    "       --launcher megatron plans with one TP for all stages and prints one launch command per pod\n"
+    "       (torchrun, static rendezvous, Megatron-LM flags; docs/launch.md)\n"
+    "       flotilla plan evaluate --help";
 
 int bad(const std::string& line) {
   std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
@@ -91,6 +102,8 @@ struct Args {
   // Korthikanti's s*s scores (Sailor's runs).
   bool flash_attention = true;
   bool json = false;
+  std::string launcher;  // "" or "megatron"
+  flotilla::launch::MegatronOptions megatron;
 };
 
 // "" on success, else the one line to print.
@@ -161,12 +174,33 @@ std::string parse_args(const std::vector<std::string>& args, Args& out, bool& he
       else return "--attention must be flash or materialized, got '" + value + "'";
     } else if (a == "--json") {
       out.json = true;
+    } else if (a == "--launcher") {
+      if (!need()) return "--launcher needs a value";
+      if (value != "megatron") return "--launcher must be 'megatron', got '" + value + "'";
+      out.launcher = value;
+    } else if (a == "--megatron-master-addr" || a == "--megatron-script" || a == "--checkpoint-path" ||
+               a == "--data-path") {
+      if (!need() || value.empty()) return a + " needs a non-empty value";
+      if (a == "--megatron-master-addr") out.megatron.master_addr = value;
+      else if (a == "--megatron-script") out.megatron.script = value;
+      else if (a == "--checkpoint-path") out.megatron.checkpoint_path = value;
+      else out.megatron.data_path.push_back(value);
+    } else if (a == "--megatron-master-port" || a == "--train-steps" || a == "--save-interval") {
+      if (!(err = number(x, true)).empty()) return err;
+      const double most = a == "--megatron-master-port" ? 65535 : 1e9;
+      if (x != std::floor(x) || x > most)
+        return a + " must be an integer from 1 to " + std::to_string(static_cast<long>(most)) + ", got '" + value + "'";
+      if (a == "--megatron-master-port") out.megatron.master_port = static_cast<int>(x);
+      else if (a == "--train-steps") out.megatron.train_steps = static_cast<int>(x);
+      else out.megatron.save_interval_steps = static_cast<int>(x);
     } else {
       return "unknown argument '" + a + "' (see flotilla plan --help)";
     }
   }
   if (out.model.empty()) return "--model is required (a preset such as llama-3-8b, or a spec file)";
   if (out.cluster.empty()) return "--cluster is required (see examples/cluster.yaml)";
+  if (out.launcher == "megatron" && out.zero >= 2)
+    return "--launcher megatron runs Megatron's distributed optimizer (ZeRO-1): use --zero 0 or 1";
   return "";
 }
 
@@ -232,6 +266,39 @@ void print_table(const fp::RankedPlan& best, const fp::ModelSpec& model) {
   }
 }
 
+fp::Result<flotilla::launch::MegatronLaunch> render_launch(const fp::PlaceResult& placed,
+                                                         const flotilla::launch::MegatronOptions& options) {
+  auto job = flotilla::launch::megatron_job(placed);
+  if (!job) return fp::Result<flotilla::launch::MegatronLaunch>::failure(job.error());
+  return flotilla::launch::render_megatron(*job, options);
+}
+
+nlohmann::json launch_json(const flotilla::launch::MegatronLaunch& launch, const std::string& launcher) {
+  nlohmann::json pods = nlohmann::json::array();
+  for (const flotilla::launch::PodLaunch& pod : launch.pods) {
+    nlohmann::json env = nlohmann::json::object();
+    for (const flotilla::launch::EnvVar& e : pod.env) env[e.name] = e.value;
+    pods.push_back({{"node_rank", pod.node_rank}, {"node", pod.node}, {"gpu_type", pod.gpu_type}, {"gpus", pod.gpus},
+                    {"env", env}, {"argv", pod.argv}, {"command", pod.command()}});
+  }
+  return {{"launcher", launcher}, {"tp", launch.tp}, {"pp", launch.pp}, {"dp", launch.dp},
+          {"nnodes", launch.nnodes}, {"nproc_per_node", launch.nproc_per_node},
+          {"layout", launch.layout}, {"notes", launch.notes}, {"pods", pods}};
+}
+
+// One "# pod R on node N (G GPUs)" line and the command under it, per pod.
+void print_launch(const flotilla::launch::MegatronLaunch& launch, const std::string& launcher) {
+  std::printf("\nlaunch (%s): %d pod%s x %d GPUs, TP %d, PP %d, DP %d%s%s\n", launcher.c_str(),
+              launch.nnodes, launch.nnodes == 1 ? "" : "s", launch.nproc_per_node, launch.tp,
+              launch.pp, launch.dp, launch.layout.empty() ? "" : ", layout ",
+              launch.layout.c_str());
+  for (const std::string& note : launch.notes) std::printf("  note: %s\n", note.c_str());
+  for (const flotilla::launch::PodLaunch& pod : launch.pods) {
+    std::printf("# pod %d on node %s (%d GPUs)\n", pod.node_rank, pod.node.c_str(), pod.gpus);
+    std::printf("%s\n", pod.command().c_str());
+  }
+}
+
 }  // namespace
 
 static int run_plan(const std::vector<std::string>& raw) {
@@ -280,30 +347,34 @@ static int run_plan(const std::vector<std::string>& raw) {
   context.compute = &compute;
   context.network = &network;
 
-  fp::SearchRequest request;
+  fp::PlaceRequest request;
   request.model = *model;
   request.global_batch_size = args.gbs;
   request.training.recompute = args.recompute;
   request.training.zero_stage = args.zero;
   request.training.flash_attention = args.flash_attention;
-  request.pools = fp::gpu_pools(*cluster);
   request.objective = args.objective;
   request.constraints.max_usd_per_iteration = args.max_usd;
   request.constraints.min_tokens_per_second = args.min_tokens;
-  request.constraints.max_gpus_per_type = cluster->max_gpus_per_type;
-  request.constraints.max_gpus_per_zone = cluster->max_gpus_per_zone;
   // Enough ranked plans that the packer can fall through to the next when one does not place.
-  request.options.max_plans = std::max(args.alternatives + 1, 8);
+  request.max_plans = std::max(args.alternatives + 1, 8);
+  // Megatron-LM has one tensor_model_parallel_size for the whole job.
+  if (args.launcher == "megatron") request.worker = fp::megatron_constraints();
 
-  const fp::SearchResult result = fp::search_plans(request, context);
+  const fp::PlaceResult placed = fp::plan_and_place(request, *cluster, context);
+  const fp::SearchResult& result = placed.search;
   const std::string attention =
       args.flash_attention ? "flash (materialized on pre-Ampere GPUs)" : "materialized";
   int free_gpus = 0;
-  for (const fp::GpuPool& pool : request.pools) free_gpus += pool.gpus;
+  for (const fp::GpuPool& pool : placed.search_request.pools) free_gpus += pool.gpus;
 
-  if (result.plans.empty()) {
+  if (placed.failure == fp::PlaceFailure::kCannotPlaceOnNodes || (!placed.ok() && result.failure.empty())) {
+    std::fprintf(stderr, "flotilla plan: %s\n", placed.message.c_str());
+    return 1;
+  }
+  if (!placed.ok()) {
     std::string line = model->name + ": " + result.failure;
-    if (auto change = fp::suggest_change(request, context))
+    if (const auto& change = placed.suggestion)
       line += "; smallest change that fits: " + change->change + " (then " +
               human_rate(change->plan.evaluation.tokens_per_second) + " tokens/s, " +
               fp::describe_plan(change->plan.plan) + ")";
@@ -317,21 +388,10 @@ static int run_plan(const std::vector<std::string>& raw) {
     return 1;
   }
 
-  // Frenzy HAS: the first ranked plan that the packer can place, best fit.
-  std::vector<fp::PlacementRequest> ranked_requests;
-  for (const fp::RankedPlan& ranked : result.plans)
-    ranked_requests.push_back(fp::placement_request(ranked.plan));
-  const fp::PackResult packed = fp::pack_first_feasible(ranked_requests, fp::free_nodes(*cluster));
-  if (!packed.placed) {
-    std::fprintf(stderr,
-                 "flotilla plan: %s: no ranked plan can be placed on whole nodes (%s); "
-                 "use nodes with more free GPUs per node\n",
-                 model->name.c_str(), packed.rejections.empty() ? "?" : packed.rejections.front().c_str());
-    return 1;
-  }
-  const std::size_t chosen = packed.request_index;
-  const fp::RankedPlan& best = result.plans[chosen];
-  const auto by_node = fp::gpus_by_node(packed.allocations);
+  // Frenzy HAS: the first ranked plan that the packer could place, best fit.
+  const std::size_t chosen = placed.chosen;
+  const fp::RankedPlan& best = placed.plan();
+  const auto& by_node = placed.gpus_by_node;
 
   if (args.json) {
     nlohmann::json out;
@@ -348,7 +408,7 @@ static int run_plan(const std::vector<std::string>& raw) {
       if (i == chosen || static_cast<int>(out["alternatives"].size()) >= args.alternatives) continue;
       out["alternatives"].push_back(plan_json(result.plans[i], *model));
     }
-    out["not_placed"] = packed.rejections;
+    out["not_placed"] = placed.not_placed;
     out["rejected"] = nlohmann::json::array();
     for (const fp::Rejection& r : result.rejections)
       out["rejected"].push_back({{"what", r.what}, {"why", r.why}});
@@ -357,6 +417,15 @@ static int run_plan(const std::vector<std::string>& raw) {
                      {"layers_per_dp_position", result.stats.layers_per_dp_position},
                      {"dp_states", result.stats.dp_states},
                      {"evaluations", result.stats.evaluations}};
+    if (!args.launcher.empty()) {
+      auto launch = render_launch(placed, args.megatron);
+      if (!launch) {
+        std::printf("%s\n", out.dump(2).c_str());
+        std::fprintf(stderr, "flotilla plan: cannot launch with %s: %s\n", args.launcher.c_str(), launch.error().c_str());
+        return 1;
+      }
+      out["launch"] = launch_json(*launch, args.launcher);
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -376,7 +445,7 @@ static int run_plan(const std::vector<std::string>& raw) {
     std::printf(" %s:%d", node.c_str(), gpus);
   }
   std::printf("\n");
-  for (const std::string& why : packed.rejections) std::printf("  not placed: %s\n", why.c_str());
+  for (const std::string& why : placed.not_placed) std::printf("  not placed: %s\n", why.c_str());
 
   std::printf("\nnext best:\n");
   int shown = 0;
@@ -393,6 +462,14 @@ static int run_plan(const std::vector<std::string>& raw) {
   std::printf("\n");
   for (const fp::Rejection& r : result.rejections)
     std::printf("  %s: %s\n", r.what.c_str(), r.why.c_str());
+  if (!args.launcher.empty()) {
+    auto launch = render_launch(placed, args.megatron);
+    if (!launch) {
+      std::fprintf(stderr, "flotilla plan: cannot launch with %s: %s\n", args.launcher.c_str(), launch.error().c_str());
+      return 1;
+    }
+    print_launch(*launch, args.launcher);
+  }
   return 0;
 }
 

@@ -14,13 +14,14 @@
 
 #include "cli/command.h"
 #include "cli/simulate_flags.h"
-#include "scaler/sim_sweep.h"
-#include "scaler/simulator.h"
-#include "scaler/trace_loader.h"
+#include "simulator/sim_sweep.h"
+#include "simulator/simulator.h"
+#include "simulator/trace_loader.h"
 
 namespace {
 
 using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 
 const char* kUsage =
     "usage: flotilla simulate availability --trace FILE --model NAME --gpu TYPE ... (see\n"

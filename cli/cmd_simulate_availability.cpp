@@ -1,7 +1,8 @@
 // `flotilla simulate availability`: one training job on a GPU pool that follows an availability
 // trace (Sailor's A100 traces), under static, greedy and flextrain (Poisson benefit check).
-// The shell: reads the trace, Sailor's profiles and network fits; the core is
-// scaler/availability_table.h (planner's best plan per count) and scaler/availability_replay.h.
+// The shell: reads the trace, Sailor's profiles and network fits; the replay itself is
+// simulator/availability_table.h (planner's best plan per count) and
+// simulator/availability_replay.h (pure, over the scaler's decide()).
 // See docs/simulator.md, "Availability replay".
 #include <algorithm>
 #include <cstdio>
@@ -16,16 +17,17 @@
 #include "common/data_path.h"
 #include "planner/gpu_catalog.h"
 #include "planner/model_spec.h"
-#include "scaler/availability_replay.h"
-#include "scaler/availability_table.h"
-#include "scaler/sailor_job_loader.h"
-#include "scaler/trace_loader.h"
+#include "simulator/availability_replay.h"
+#include "simulator/availability_table.h"
+#include "simulator/sailor_job_loader.h"
+#include "simulator/trace_loader.h"
 
 namespace flotilla::cli {
 
 namespace {
 
 using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 
 const char* kAvailabilityUsage =
     "usage: flotilla simulate availability --trace FILE --model NAME --gpu TYPE\n"

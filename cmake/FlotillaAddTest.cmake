@@ -1,6 +1,6 @@
 # flotilla_add_test(): one GoogleTest executable, registered with ctest per test case.
 # Shared by tests/CMakeLists.txt and the worker-only GPU build (worker/gpu-check/), so both
-# give tests the same links, FLOTILLA_SOURCE_DIR/FLOTILLA_BINARY_DIR and timeouts.
+# give tests the same links, FLOTILLA_SOURCE_DIR/FLOTILLA_BINARY_DIR/FLOTILLA_TOOLS_DIR and timeouts.
 # Assumes: GTest and Threads found, targets flotilla::common and flotilla_warnings exist.
 include(GoogleTest)
 
@@ -11,7 +11,8 @@ function(flotilla_add_test)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} flotilla::common flotilla_warnings
                         GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
   target_compile_definitions(${T_NAME} PRIVATE
-    FLOTILLA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" FLOTILLA_BINARY_DIR="${PROJECT_BINARY_DIR}")
+    FLOTILLA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" FLOTILLA_BINARY_DIR="${PROJECT_BINARY_DIR}"
+    FLOTILLA_TOOLS_DIR="${FLOTILLA_TOOLS_DIR}")
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()

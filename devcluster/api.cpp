@@ -68,6 +68,9 @@ void default_pod(Json& pod) {
   if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
   if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
   if (!spec.contains("dnsPolicy")) spec["dnsPolicy"] = "ClusterFirst";
+  // kube-apiserver defaults an empty pod security context; kubectl v1.34's `debug` reads
+  // spec.securityContext.runAsUser without a nil check and panics when it is absent.
+  if (!spec.contains("securityContext") || spec["securityContext"].is_null()) spec["securityContext"] = Json::object();
   if (spec.contains("containers") && spec["containers"].is_array())
     for (auto& c : spec["containers"]) {
       if (!c.contains("terminationMessagePath")) c["terminationMessagePath"] = "/dev/termination-log";

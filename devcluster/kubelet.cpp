@@ -1,19 +1,23 @@
 #include "devcluster/kubelet.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <sstream>
+#include <thread>
 
 #include "devcluster/nodes_file.h"
 #include "devcluster/quantity.h"
 #include "devcluster/selectors.h"
+#include "process/group_signal.h"
+#include "process/proc_table.h"
+#include "process/reap.h"
+#include "process/spawn.h"
 
 namespace flotilla::devcluster {
 namespace {
@@ -140,6 +144,60 @@ std::string expand(const std::string& text, const std::vector<std::pair<std::str
   return out;
 }
 
+// The environment entry that marks every process of one container, inherited by everything
+// it starts: it survives setsid(), setpgid() and reparenting, so it finds descendants that
+// left the container's session (see docs/devcluster.md, "Orphans").
+constexpr const char* kContainerMarker = "FLOTILLA_DEVCLUSTER_CONTAINER";
+
+std::string marker_entry(const std::string& uid, const std::string& container) {
+  return std::string(kContainerMarker) + "=" + uid + "/" + container;
+}
+
+// Every live process that belongs to the container whose session leader was `leader`
+// (started at `leader_start`, /proc stat field 22): members of its session or group and
+// descendants of the leader, started no earlier than it (a reused pid cannot pass), and any
+// process carrying the container's environment marker.
+std::vector<pid_t> container_processes(pid_t leader, unsigned long long leader_start,
+                                       const std::string& marker) {
+  const auto table = process::list_processes();
+  const pid_t self = ::getpid();
+  bool leader_reused = false;
+  for (const auto& s : table)
+    if (s.pid == leader && s.start_time != leader_start) leader_reused = true;
+  std::set<pid_t> tree;
+  if (!leader_reused && leader > 1)
+    for (pid_t d : process::descendants(leader, table)) tree.insert(d);
+  std::vector<pid_t> out;
+  for (const auto& s : table) {
+    if (s.pid <= 1 || s.pid == self || s.state == 'Z' || s.state == 'X') continue;
+    bool ours = false;
+    if (!leader_reused && leader > 1 && s.start_time >= leader_start)
+      ours = s.pid == leader || s.sid == leader || s.pgid == leader || tree.count(s.pid) > 0;
+    if (!ours && !marker.empty()) ours = process::environ_has(s.pid, marker);
+    if (ours) out.push_back(s.pid);
+  }
+  return out;
+}
+
+// Signals the container's group and every process container_processes() finds; with SIGKILL,
+// looks again (bounded) until nothing is left, so a process forking in a loop cannot escape
+// between the scan and the kill. Returns how many processes it signalled.
+// `leader_unreaped`: the leader is our child and not reaped yet, so its group id is still ours
+// and the group can be signalled directly (else only what the scan finds is signalled).
+int signal_container(pid_t leader, unsigned long long leader_start, const std::string& marker, int sig,
+                     bool leader_unreaped) {
+  if (leader_unreaped && leader > 1) process::signal_group(leader, sig);
+  int signalled = 0;
+  for (int pass = 0; pass < (sig == SIGKILL ? 20 : 1); ++pass) {
+    auto victims = container_processes(leader, leader_start, marker);
+    if (victims.empty()) break;
+    for (pid_t p : victims)
+      if (::kill(p, sig) == 0) ++signalled;
+    if (sig == SIGKILL) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return signalled;
+}
+
 }  // namespace
 
 Kubelet::Kubelet(Api& api, KubeletOptions options)
@@ -151,6 +209,7 @@ Kubelet::Kubelet(Api& api, KubeletOptions options)
 Kubelet::~Kubelet() { stop(); }
 
 void Kubelet::start() {
+  reap_previous_run();
   {
     auto lock = api_.store().lock();
     cursor_ = api_.store().rv_locked();
@@ -168,19 +227,21 @@ void Kubelet::stop() {
   auto deadline = Clock::now() + options_.shutdown_grace;
   for (;;) {
     bool any = false;
-    for (auto& [pid, where] : pid_index_) {
-      int status = 0;
-      if (pid > 0 && waitpid(pid, &status, WNOHANG) == 0) any = true;
-    }
+    for (auto& [pid, where] : pid_index_)
+      if (pid > 0 && !process::has_exited(pid)) any = true;
     if (!any || Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Nothing is reaped yet, so every leader's ids are still ours.
+  for (auto& [uid, run] : runs_) kill_run(run, SIGKILL);
   for (auto& [pid, where] : pid_index_) {
-    ::kill(-pid, SIGKILL);
-    waitpid(pid, nullptr, WNOHANG);
+    process::signal_group(pid, SIGKILL);  // also containers of pods already forgotten
+    process::reap(pid);
   }
-  for (auto& [pid, where] : pid_index_) waitpid(pid, nullptr, 0);
   pid_index_.clear();
+  for (auto& [uid, run] : runs_)
+    for (auto& c : run.containers) c.running = false;
+  save_process_records();
 }
 
 std::string Kubelet::log_path(const std::string& ns, const std::string& pod, const std::string& container) const {
@@ -493,71 +554,114 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
   std::vector<std::string> argv;
   for (const auto& a : c.value("command", Json::array())) argv.push_back(expand(a.get<std::string>(), env));
   for (const auto& a : c.value("args", Json::array())) argv.push_back(expand(a.get<std::string>(), env));
-  // Environment block: devcluster's own, overridden by the pod's.
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) merged[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  for (auto& s : argv) args.push_back(s.data());
-  args.push_back(nullptr);
+  // Environment: devcluster's own, overridden by the pod's (later entries win), then the
+  // container marker (it must not be overridable: it is how orphans are found).
+  process::SpawnOptions spawn;
+  spawn.argv = argv;
+  for (const auto& [k, v] : env) spawn.env[k] = v;
+  k.marker = marker_entry(run.uid, k.name);
+  spawn.env[kContainerMarker] = k.marker.substr(k.marker.find('=') + 1);
   std::string workdir = c.value("workingDir", "");
   if (workdir.empty() || !std::filesystem::is_directory(workdir)) workdir = run.dir.string();
-  std::string log = (run.dir / (k.name + ".log")).string();
-  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    // Child: only async-signal-safe calls from here on.
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(137);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    if (chdir(workdir.c_str()) != 0) _exit(126);
-    if (log_fd >= 0) {
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
+  spawn.working_dir = workdir;
+  spawn.stdout_path = run.dir / (k.name + ".log");
+  spawn.stderr_path = spawn.stdout_path;
+  spawn.stdin_path = "/dev/null";
+  // Its own session (so also its own group): everything it starts that does not call setsid()
+  // itself stays in the session and goes with the container.
+  spawn.isolation = process::Isolation::kSession;
+  spawn.parent_death_signal = SIGKILL;
+  spawn.exec_failure = process::ExecFailure::kExit;  // exit 127 with the reason in the log
+  pid_t pid = -1;
+  if (!argv.empty()) {
+    // Recorded before the fork, so a crash between the fork and the record below still leaves
+    // the marker for the next start to find.
+    starting_marker_ = k.marker;
+    save_process_records();
+    try {
+      pid = process::spawn(spawn).release();  // reaped by reap_children() through pid_index_
+    } catch (const std::exception& e) {
+      std::cerr << "flotilla-devcluster: cannot start container " << k.name << " of pod " << run.ns << "/"
+                << run.name << ": " << e.what() << "\n";
     }
-    if (null_fd >= 0) dup2(null_fd, 0);
-    execvpe(args[0], args.data(), envp.data());
-    const char* msg = "devcluster: exec failed: ";
-    (void)!write(2, msg, strlen(msg));
-    (void)!write(2, args[0], strlen(args[0]));
-    (void)!write(2, "\n", 1);
-    _exit(127);
+    starting_marker_.clear();
   }
-  if (log_fd >= 0) ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
   if (pid < 0) {
+    save_process_records();
     k.terminated = true;
     k.exit_code = 128;
     k.reason = "StartError";
     return false;
   }
-  setpgid(pid, pid);
   k.pid = pid;
+  k.start_time = process::process_start_time(pid).value_or(0);
   k.running = true;
   k.terminated = false;
   k.waiting_restart = false;
   k.started_at = now_rfc3339();
   pid_index_[pid] = {run.uid, index};
+  save_process_records();
   return true;
 }
 
 void Kubelet::kill_run(Run& run, int sig) {
   for (auto& c : run.containers)
-    if (c.running && c.pid > 0) ::kill(-c.pid, sig);
+    if (c.running && c.pid > 0) signal_container(c.pid, c.start_time, c.marker, sig, true);
+}
+
+void Kubelet::save_process_records() {
+  Json records = Json::array();
+  for (const auto& [uid, run] : runs_)
+    for (const auto& c : run.containers)
+      if (c.running && c.pid > 0)
+        records.push_back({{"namespace", run.ns}, {"pod", run.name}, {"uid", uid}, {"container", c.name},
+                           {"pid", c.pid}, {"startTime", c.start_time}, {"marker", c.marker}});
+  if (!starting_marker_.empty()) records.push_back({{"pid", 0}, {"startTime", 0}, {"marker", starting_marker_}});
+  std::error_code ec;
+  std::filesystem::create_directories(options_.pods_dir, ec);
+  const auto path = options_.pods_dir / "processes.json";
+  const auto tmp = options_.pods_dir / "processes.json.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << records.dump(1) << "\n";
+    if (!out) return;  // best effort: the in-memory state is what this run acts on
+  }
+  std::filesystem::rename(tmp, path, ec);
+}
+
+void Kubelet::reap_previous_run() {
+  const auto path = options_.pods_dir / "processes.json";
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  Json records = Json::parse(text.str(), nullptr, false);
+  if (!records.is_array()) {
+    std::cerr << "flotilla-devcluster: ignoring unreadable " << path.string() << "\n";
+    return;
+  }
+  for (const auto& r : records) {
+    pid_t pid = 0;
+    unsigned long long start = 0;
+    std::string marker, who;
+    try {  // a hand-edited file must not stop devcluster from starting
+      pid = r.at("pid").get<pid_t>();
+      start = r.at("startTime").get<unsigned long long>();
+      marker = r.at("marker").get<std::string>();
+      who = r.contains("pod") ? "pod " + r.value("namespace", "") + "/" + r.value("pod", "") + " container " +
+                                    r.value("container", "")
+                              : marker;
+    } catch (const Json::exception&) {
+      std::cerr << "flotilla-devcluster: ignoring a malformed entry of " << path.string() << ": " << r.dump() << "\n";
+      continue;
+    }
+    if (pid <= 1 && marker.empty()) continue;
+    const int killed = signal_container(pid, start, marker, SIGKILL, false);
+    if (killed > 0)
+      std::cerr << "flotilla-devcluster: killed " << killed << " process(es) left by a previous run of " << who << "\n";
+  }
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
 }
 
 void Kubelet::publish_status(Run& run) {
@@ -621,19 +725,23 @@ void Kubelet::publish_status(Run& run) {
 void Kubelet::reap_children() {
   std::vector<pid_t> exited;
   for (const auto& [pid, where] : pid_index_) {
-    int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r != pid) continue;
-    exited.push_back(pid);
+    if (!process::has_exited(pid)) continue;
     auto run_it = runs_.find(where.first);
+    // The session may still hold children, and some may have left it: they go with the leader,
+    // while it is an unreaped zombie (so its ids cannot have been reused).
+    if (run_it != runs_.end()) {
+      const Container& c = run_it->second.containers[where.second];
+      signal_container(pid, c.start_time, c.marker, SIGKILL, true);
+    }
+    auto status = process::try_reap(pid);
+    if (!status) continue;
+    exited.push_back(pid);
     if (run_it == runs_.end()) continue;
     Run& run = run_it->second;
     Container& c = run.containers[where.second];
-    // The group may still hold children: make sure they go with the leader.
-    ::kill(-pid, SIGKILL);
     c.running = false;
     c.terminated = true;
-    c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    c.exit_code = status->shell_code();
     c.reason = c.exit_code == 0 ? "Completed" : "Error";
     c.finished_at = now_rfc3339();
     if (run.terminating) {
@@ -659,6 +767,7 @@ void Kubelet::reap_children() {
     if (run.finished) pending_dirty_ = true;
   }
   for (pid_t p : exited) pid_index_.erase(p);
+  if (!exited.empty()) save_process_records();
 }
 
 void Kubelet::timers() {

@@ -4,9 +4,18 @@
 // period), fails and removes nodes, garbage-collects dependents of deleted owners, and
 // finalizes terminating namespaces.
 //
-// Guarantees: every process runs in its own process group, which is signalled as a whole;
-//   stop() terminates every process group it started (SIGTERM, then SIGKILL after 2 s) before
-//   returning; GPUs on a node are handed out as distinct indices, never oversubscribed.
+// Guarantees: every container runs in its own session (and process group), started through
+//   flotilla::process; stopping a container signals its whole process tree: the session and
+//   group, the leader's live descendants, and every process that carries the container's
+//   environment marker (FLOTILLA_DEVCLUSTER_CONTAINER=<pod uid>/<container>), which finds
+//   descendants that called setsid() and were reparented. That happens on pod deletion
+//   (SIGTERM, then SIGKILL after the grace period), node failure and removal, container exit
+//   (leftovers get SIGKILL) and stop(), which terminates everything it started (SIGTERM, then
+//   SIGKILL after 2 s) before returning. Each running container (leader pid + its start time,
+//   /proc stat field 22, + marker) is recorded in <pods_dir>/processes.json; start() kills
+//   whatever a previous run recorded that is still alive (a devcluster that was SIGKILLed)
+//   before it starts any pod. GPUs on a node are handed out as distinct indices, never
+//   oversubscribed.
 //   Processes get the pod's env (value, fieldRef, configMapKeyRef, secretKeyRef, envFrom),
 //   POD_NAME, POD_NAMESPACE, POD_UID, POD_IP, NODE_NAME, FLOTILLA_VISIBLE_GPUS,
 //   FLOTILLA_GPU_TYPE, FLOTILLA_POD_DIR (also the working dir), and CUDA_VISIBLE_DEVICES when
@@ -14,9 +23,13 @@
 // Assumes: containers have `command` (+`args`; `args` alone are run as the command line, there
 //   being no image entrypoint); a container with neither runs nothing and is
 //   reported Running (like a pause container). Images are ignored.
-// Caveats: if devcluster itself is SIGKILLed, direct children die (PDEATHSIG) but their own
-//   children may survive; init containers, probes, volumes and resource limits other than
-//   nvidia.com/gpu are not implemented.
+// Caveats: if devcluster itself is SIGKILLed, direct children die (PDEATHSIG) and their own
+//   children survive until the next start() of the same data dir reaps them. A descendant that
+//   both leaves the session and clears its environment is found only while its ancestors
+//   live (through the process tree). A pid reused by an unrelated process is not killed (its
+//   start time differs), but an unrelated process that copies the marker would be. Init
+//   containers, probes, volumes and resource limits other than nvidia.com/gpu are not
+//   implemented.
 #pragma once
 
 #include <atomic>
@@ -56,7 +69,9 @@ class Kubelet {
   struct Container {
     std::string name;
     bool has_command = false;
-    pid_t pid = -1;  // also the process group id
+    pid_t pid = -1;  // also the session and process group id
+    unsigned long long start_time = 0;  // of pid, clock ticks since boot (/proc stat field 22)
+    std::string marker;                 // "FLOTILLA_DEVCLUSTER_CONTAINER=<uid>/<name>"
     bool running = false;
     bool terminated = false;
     int exit_code = 0;
@@ -92,6 +107,10 @@ class Kubelet {
   bool start_container(Run& run, size_t index, const Json& pod);
   void publish_status(Run& run);
   void kill_run(Run& run, int sig);
+  // <pods_dir>/processes.json: the running containers, rewritten when one starts or exits.
+  void save_process_records();
+  // Kills what a previous run recorded there and is still alive; called by start().
+  void reap_previous_run();
   void fail_pods_on_node(const std::string& node, const std::string& reason, const std::string& message, bool remove);
   std::vector<int> allocate_gpus(const std::string& node, int count) const;
 
@@ -108,6 +127,7 @@ class Kubelet {
   std::map<std::string, Run> runs_;  // by pod uid
   std::map<pid_t, std::pair<std::string, size_t>> pid_index_;
   std::set<std::string> pending_;  // "ns/name" waiting for a node
+  std::string starting_marker_;    // the container being spawned, recorded before its fork
   bool pending_dirty_ = true;
   bool gc_dirty_ = true;
   uint64_t cursor_ = 0;

@@ -4,41 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include "devcluster/api_types.h"
+#include "kube/yaml_json.h"
 
 namespace flotilla::devcluster {
 
 namespace {
 
-nlohmann::json yaml_to_json(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      nlohmann::json o = nlohmann::json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Sequence: {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& el : n) a.push_back(yaml_to_json(el));
-      return a;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string s = n.as<std::string>();
-      if (n.Tag() != "!") {  // unquoted: try int and bool
-        try {
-          size_t pos = 0;
-          long long v = std::stoll(s, &pos);
-          if (pos == s.size()) return v;
-        } catch (...) {
-        }
-        if (s == "true") return true;
-        if (s == "false") return false;
-      }
-      return s;
-    }
-    default:
-      return nullptr;
-  }
-}
+using kube::yaml_to_json;
 
 std::string scalar(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 

@@ -18,6 +18,11 @@ std::string controller_owner_key(const Json& obj, const std::string& owner_kind)
   return "";
 }
 
+const std::string& cluster_pass_key() {
+  static const std::string key("\0cluster", 8);
+  return key;
+}
+
 Controller::Controller(std::shared_ptr<Client> client, Resource primary, std::string ns,
                        Reconcile reconcile, std::shared_ptr<const Clock> clock)
     : client_(std::move(client)),
@@ -32,6 +37,65 @@ Controller::~Controller() { queue_->shut_down(); }
 Controller& Controller::owns(Resource owned, WatcherOptions options) {
   owned_specs_.emplace_back(std::move(owned), std::move(options));
   return *this;
+}
+
+Controller& Controller::watches(Resource resource, Mapper mapper, WatcherOptions options,
+                                std::optional<std::string> ns) {
+  std::string where = ns ? *ns : ns_;
+  watch_specs_.push_back({std::move(resource), std::move(mapper), std::move(options), std::move(where)});
+  return *this;
+}
+
+Controller& Controller::with_cluster_pass(std::string key) {
+  cluster_pass_ = std::move(key);
+  return *this;
+}
+
+void Controller::queue_cluster_pass() {
+  if (cluster_pass_) queue_->add(*cluster_pass_);
+}
+
+namespace {
+
+// The mapper's keys for `obj`; nothing when it throws (it runs on the watch thread).
+std::vector<std::string> mapped_keys(const Controller::Mapper& mapper, const Json& obj) {
+  try {
+    return mapper(obj);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+}  // namespace
+
+void Controller::start_watched(Reflector& reflector, const Mapper& mapper) {
+  // Objects before a re-list: those gone afterwards were deleted while the watch was down and
+  // are mapped from their last state.
+  auto before = std::make_shared<std::vector<Json>>();
+  reflector.start([this, &reflector, &mapper, before](const WatcherEvent& e) {
+    auto enqueue = [&](const Json& obj) {
+      for (const std::string& key : mapped_keys(mapper, obj))
+        if (!key.empty()) queue_->add(key);
+    };
+    switch (e.kind) {
+      case WatcherEventKind::Init:
+        *before = reflector.reader().list();
+        return;
+      case WatcherEventKind::InitDone: {
+        const StoreReader reader = reflector.reader();
+        for (const Json& obj : *before)
+          if (!reader.get(object_key(obj))) enqueue(obj);
+        before->clear();
+        break;
+      }
+      case WatcherEventKind::InitApply:
+      case WatcherEventKind::Apply:
+      case WatcherEventKind::Delete:
+        enqueue(e.object);
+        break;
+    }
+    queue_cluster_pass();
+  });
 }
 
 Controller& Controller::with_watcher_options(WatcherOptions options) {
@@ -62,7 +126,7 @@ bool Controller::run(std::stop_token stop) {
     switch (e.kind) {
       case WatcherEventKind::Init:
         keys_before_relist = primary.reader().keys();
-        break;
+        return;
       case WatcherEventKind::InitDone: {
         auto reader = primary.reader();
         for (const auto& key : keys_before_relist)
@@ -76,16 +140,27 @@ bool Controller::run(std::stop_token stop) {
         queue_->add(object_key(e.object));
         break;
     }
+    queue_cluster_pass();
   });
   for (auto& r : owned)
     r->start([this](const WatcherEvent& e) {
-      if (e.kind == WatcherEventKind::Init || e.kind == WatcherEventKind::InitDone) return;
-      if (auto key = controller_owner_key(e.object, primary_.kind); !key.empty()) queue_->add(key);
+      if (e.kind == WatcherEventKind::Init) return;
+      const std::string key =
+          e.kind == WatcherEventKind::InitDone ? "" : controller_owner_key(e.object, primary_.kind);
+      if (!key.empty()) queue_->add(key);
+      queue_cluster_pass();
     });
+  std::vector<std::unique_ptr<Reflector>> watched;
+  for (const WatchSpec& spec : watch_specs_) {
+    watched.push_back(std::make_unique<Reflector>(client_, spec.resource, spec.ns, spec.options, clock_));
+    start_watched(*watched.back(), spec.mapper);
+  }
 
   auto synced = [&] {
     if (!primary.reader().has_synced()) return false;
     for (auto& r : owned)
+      if (!r->reader().has_synced()) return false;
+    for (auto& r : watched)
       if (!r->reader().has_synced()) return false;
     return true;
   };
@@ -98,7 +173,10 @@ bool Controller::run(std::stop_token stop) {
   const StoreReader primary_reader = primary.reader();
   std::vector<StoreReader> owned_readers;
   for (auto& r : owned) owned_readers.push_back(r->reader());
-  const ReconcileContext ctx{primary_reader, owned_readers};
+  std::vector<StoreReader> watched_readers;
+  for (auto& r : watched) watched_readers.push_back(r->reader());
+  const ReconcileContext ctx{primary_reader, owned_readers, watched_readers};
+  queue_cluster_pass();  // one pass once everything is known, even over empty caches
 
   std::vector<std::jthread> workers;
   for (int i = 0; i < workers_; ++i)

@@ -1,18 +1,29 @@
 #pragma once
 // kube::Controller — the controller loop (kube-rs runtime::Controller, client-go's
-// controller pattern): watch a primary resource (and optionally owned resources) into caches,
-// queue the keys of what changed, and call a reconcile function per key with at most one
-// worker per key at a time.
+// controller pattern): watch a primary resource (and optionally owned and other watched
+// resources) into caches, queue the keys of what changed, and call a reconcile function per key
+// with at most one worker per key at a time.
 //
 // Contract:
-// - reconcile(key, ctx) is level-based: it reads the caches (ctx.primary / ctx.owned), not the
-//   event that woke it, and returns an Action or an Error.
+// - reconcile(key, ctx) is level-based: it reads the caches (ctx.primary / ctx.owned /
+//   ctx.watched), not the event that woke it, and returns an Action or an Error.
 //     Action::await_change()        → forget the key's backoff; run again on the next change;
 //     Action::requeue_after(d)      → forget the backoff; run again after d (and on changes);
 //     Error (any kind)              → add_rate_limited: retry with per-key exponential backoff
 //                                     (error_policy may override, e.g. to drop terminal errors).
 // - A change to an owned object queues its controller owner's key (ownerReferences with
 //   controller: true and the primary's kind), so deleting a child wakes its parent.
+// - A change to a watched object (watches(); any resource, cluster-scoped like Nodes or
+//   namespaced) queues the primary keys its mapper returns for the object (controller-runtime's
+//   EnqueueRequestsFromMapFunc, kube-rs's Controller::watches). A deleted object is mapped from
+//   its last state, also when the deletion was only found by a re-list. The mapper runs on the
+//   watch thread: it must be quick and must not block; if it throws, that event maps to nothing.
+// - With with_cluster_pass(), every change of every resource (primary, owned, watched) and
+//   every (re-)list also queues one reserved key (cluster_pass_key() unless named), and it is
+//   queued once when the caches have synced. The work queue de-duplicates it, so a burst of
+//   changes gives one or a few cluster passes, never one per event; reconcile recognises the
+//   key (it names no object) and makes one pass over the whole caches, e.g. an allocator over
+//   all jobs, nodes and pods. Per-object keys keep being reconciled beside it.
 // - Workers start only after every cache has synced; a deleted primary still gets one reconcile
 //   (its key is queued; the cache says it is gone) so finalizer-free cleanup can run — also when
 //   the deletion was only discovered by a re-list after 410 (keys that vanished are queued).
@@ -38,8 +49,13 @@ struct Action {
 
 struct ReconcileContext {
   const StoreReader& primary;
-  const std::vector<StoreReader>& owned;  // in the order of Controller::owns() calls
+  const std::vector<StoreReader>& owned;    // in the order of Controller::owns() calls
+  const std::vector<StoreReader>& watched;  // in the order of Controller::watches() calls
 };
+
+// The default key of the cluster-wide pass: "\0cluster". It starts with a NUL byte, which no
+// object name can hold, so it never equals a primary's "namespace/name" or "name" key.
+const std::string& cluster_pass_key();
 
 class Controller {
  public:
@@ -50,8 +66,20 @@ class Controller {
   Controller(std::shared_ptr<Client> client, Resource primary, std::string ns, Reconcile reconcile,
              std::shared_ptr<const Clock> clock = real_clock());
   ~Controller();
+  // Primary keys ("namespace/name", or "name" for a cluster-scoped primary) to reconcile
+  // when `obj` (an object of a watched resource) changes; may be empty.
+  using Mapper = std::function<std::vector<std::string>(const Json& obj)>;
+
   // Also watch `owned` in the same namespace; its changes queue the owner's key.
   Controller& owns(Resource owned, WatcherOptions options = {});
+  // Also watch `resource` and queue mapper(obj)'s keys on each change of obj. A namespaced
+  // resource is watched in `ns` (nullopt: the controller's namespace; "": all namespaces);
+  // a cluster-scoped one everywhere.
+  Controller& watches(Resource resource, Mapper mapper, WatcherOptions options = {},
+                      std::optional<std::string> ns = std::nullopt);
+  // Also queue `key` on every change of every watched resource and once after the caches
+  // synced (see the contract above).
+  Controller& with_cluster_pass(std::string key = cluster_pass_key());
   Controller& with_watcher_options(WatcherOptions options);
   Controller& with_workers(int workers);
   Controller& with_error_policy(ErrorPolicy policy);
@@ -68,6 +96,17 @@ class Controller {
   std::shared_ptr<const Clock> clock_;
   WatcherOptions primary_options_;
   std::vector<std::pair<Resource, WatcherOptions>> owned_specs_;
+  struct WatchSpec {
+    Resource resource;
+    Mapper mapper;
+    WatcherOptions options;
+    std::string ns;
+  };
+  std::vector<WatchSpec> watch_specs_;
+  std::optional<std::string> cluster_pass_;
+
+  void queue_cluster_pass();
+  void start_watched(Reflector& reflector, const Mapper& mapper);
   int workers_ = 1;
   ErrorPolicy error_policy_;
   std::unique_ptr<WorkQueue> queue_;

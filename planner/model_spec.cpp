@@ -1,5 +1,7 @@
 #include "planner/model_spec.h"
 
+#include "common/reference_models.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -67,6 +69,14 @@ std::vector<ModelSpec> make_presets() {
   p.push_back(llama("Llama-2-13B", 40, 5120, 40, 40, 13824, 32000, 4096, {"llama2-13b", "LLAMA-2-13"}));
   p.push_back(llama("Llama-2-70B", 80, 8192, 64, 8, 28672, 32000, 4096, {"llama2-70b", "LLAMA-2-70"}));
   p.push_back(gpt("GPT-3-175B", 96, 12288, 96, 50257, 2048, {"gpt3-175b", "GPT-3", "gpt3"}));
+  // The reference worker's models (common/reference_models.h): what a TrainingJob's pods train.
+  for (const ReferenceModelShape& r : kReferenceModels) {
+    ModelSpec m = base_spec(std::string(r.name), ModelFamily::kGpt, r.num_layers, r.hidden, r.heads, 4 * r.hidden,
+                            r.vocab, r.seq_len, {});
+    m.max_position_embeddings = r.seq_len;
+    m.tied_embeddings = false;
+    p.push_back(m);
+  }
   return p;
 }
 

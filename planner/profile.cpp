@@ -99,6 +99,35 @@ void fit_profile(GpuProfile& p) {
   p.normalized_gpu = normalize_name(p.gpu);
 }
 
+std::string profile_block_mismatch(const GpuProfile& profile, const ModelSpec& model) {
+  for (const auto& [mbs, by_tp] : profile.by_mbs_tp) {
+    for (const auto& [tp, blocks] : by_tp) {
+      if (static_cast<int>(blocks.size()) == model.num_blocks()) continue;
+      return "profile " + profile.model + "/" + profile.gpu + " (mbs " + std::to_string(mbs) + ", TP " +
+             std::to_string(tp) + ") has " + std::to_string(blocks.size()) + " blocks but " + model.name + " has " +
+             std::to_string(model.num_blocks()) + " (embedding + " + std::to_string(model.num_layers) +
+             " layers + head): it was measured on another model; replace or remove it";
+    }
+  }
+  return "";
+}
+
+void fold_separate_final_norm(GpuProfile& profile, const ModelSpec& model) {
+  for (auto& [mbs, by_tp] : profile.by_mbs_tp) {
+    for (auto& [tp, blocks] : by_tp) {
+      if (static_cast<int>(blocks.size()) != model.num_blocks() + 1) continue;
+      LayerTimes& norm = blocks[blocks.size() - 2];
+      const LayerTimes& head = blocks.back();
+      norm.forward_s += head.forward_s;
+      norm.backward_s += head.backward_s;
+      // Sailor's Llama profile repeats one update time on every block; the norm's own
+      // parameters are a hidden-size vector, so the head's update stands for both.
+      norm.update_s = std::max(norm.update_s, head.update_s);
+      blocks.pop_back();
+    }
+  }
+}
+
 void ProfileSet::add(GpuProfile profile) {
   fit_profile(profile);
   profiles_.push_back(std::move(profile));
@@ -107,7 +136,7 @@ void ProfileSet::add(GpuProfile profile) {
 const GpuProfile* ProfileSet::find(const ModelSpec& model, std::string_view gpu) const {
   const std::string g = normalize_name(gpu);
   for (const GpuProfile& p : profiles_) {
-    if (p.normalized_gpu == g && names_match(model, p.model)) return &p;
+    if (p.normalized_gpu == g && names_match(model, p.model) && profile_block_mismatch(p, model).empty()) return &p;
   }
   return nullptr;
 }
@@ -165,9 +194,12 @@ LayerTimes ComputeModel::stage_times(const ModelSpec& model, const GpuType& gpu,
       const BlockFit& hi = it->second[static_cast<std::size_t>(last_block)];
       const BlockFit& lo = it->second[static_cast<std::size_t>(first_block)];
       const double b = micro_batch_size;
-      return {std::max(0.0, hi.fixed.forward_s - lo.fixed.forward_s + (hi.per_sample.forward_s - lo.per_sample.forward_s) * b),
-              std::max(0.0, hi.fixed.backward_s - lo.fixed.backward_s + (hi.per_sample.backward_s - lo.per_sample.backward_s) * b),
-              std::max(0.0, hi.fixed.update_s - lo.fixed.update_s + (hi.per_sample.update_s - lo.per_sample.update_s) * b)};
+      return {
+          std::max(0.0,
+                   hi.fixed.forward_s - lo.fixed.forward_s + (hi.per_sample.forward_s - lo.per_sample.forward_s) * b),
+          std::max(0.0, hi.fixed.backward_s - lo.fixed.backward_s +
+                            (hi.per_sample.backward_s - lo.per_sample.backward_s) * b),
+          std::max(0.0, hi.fixed.update_s - lo.fixed.update_s + (hi.per_sample.update_s - lo.per_sample.update_s) * b)};
     }
   }
   // FLOP estimate: the embedding, identical transformer layers, and the head.

@@ -7,6 +7,10 @@
 //   block indexing as in model_spec.h. Parsing is in profile_io.h (I/O); this is pure.
 // Caveats: the FLOP fallback ignores kernel-launch floors, so it is optimistic for tiny
 //   micro-batches; calibration.h reports its error against the profiles.
+// A profile is only ever used for a model with the same block count (embedding + layers +
+//   head): ProfileSet::find() passes over one that does not match, so two models' numbers are
+//   never mixed (Sailor's GPT-Neo GH-96 profile was once a copy of OPT-350's 26 blocks), and
+//   load_profile_dir() refuses such a file in one line (profile_block_mismatch()).
 #pragma once
 
 #include <map>
@@ -51,10 +55,22 @@ struct GpuProfile {
 // time scales linearly from it. ProfileSet::add() calls this.
 void fit_profile(GpuProfile& profile);
 
+// One line naming the profile, the model and both block counts when some (mbs, TP) entry of
+// `profile` does not have exactly model.num_blocks() blocks; "" when every entry matches.
+std::string profile_block_mismatch(const GpuProfile& profile, const ModelSpec& model);
+
+// Sailor profiles Llama with the final norm as a block of its own (embedding, layers, norm,
+// head: num_blocks() + 1 blocks); our block layout counts the norm in the head. An entry with
+// exactly one block too many gets its last two blocks merged (forward and backward summed, the
+// larger update kept: the norm's parameters are one hidden-size vector). Other entries are left
+// as they are, for profile_block_mismatch() to name.
+void fold_separate_final_norm(GpuProfile& profile, const ModelSpec& model);
+
 class ProfileSet {
  public:
   void add(GpuProfile profile);
-  // Matching uses normalize_name() and model aliases ("OPT-350" matches preset OPT-350M).
+  // Matching uses normalize_name() and model aliases ("OPT-350" matches preset OPT-350M), and
+  // only profiles whose block count is the model's (profile_block_mismatch() is "").
   const GpuProfile* find(const ModelSpec& model, std::string_view gpu) const;
   // A catalog type's profile under its name or any alias (Sailor's folder for GH200-96 is GH-96).
   const GpuProfile* find(const ModelSpec& model, const GpuType& gpu) const;
@@ -68,14 +84,13 @@ class ComputeModel {
  public:
   explicit ComputeModel(const ProfileSet* profiles = nullptr) : profiles_(profiles) {}
 
-  LayerTimes block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
-                         int micro_batch_size) const;
+  LayerTimes block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp, int micro_batch_size) const;
   // Sum over blocks [first, last).
-  LayerTimes stage_times(const ModelSpec& model, const GpuType& gpu, int first_block,
-                         int last_block, int tp, int micro_batch_size) const;
+  LayerTimes stage_times(const ModelSpec& model, const GpuType& gpu, int first_block, int last_block, int tp,
+                         int micro_batch_size) const;
   // The FLOP estimate alone (used by calibration and when no profile exists).
-  static LayerTimes estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block,
-                                         int tp, int micro_batch_size);
+  static LayerTimes estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
+                                         int micro_batch_size);
 
  private:
   const GpuProfile* resolve(const ModelSpec& model, const GpuType& gpu) const;

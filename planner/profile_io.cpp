@@ -36,9 +36,9 @@ Result<GpuProfile> parse_profile_json(std::string_view text, std::string model, 
       }
     }
   } catch (const std::exception& e) {
-    return Result<GpuProfile>::failure("profile " + p.model + "/" + p.gpu +
-                                       " does not parse as {mbs: {tp: {block: [fwd_s, bwd_s, update_s]}}}: " +
-                                       e.what());
+    return Result<GpuProfile>::failure(
+        "profile " + p.model + "/" + p.gpu +
+        " does not parse as {mbs: {tp: {block: [fwd_s, bwd_s, update_s]}}}: " + e.what());
   }
   return p;
 }
@@ -65,8 +65,8 @@ std::string list_folders(const fs::path& dir, const char* expected, std::vector<
     if (is_documentation(path)) continue;
     std::error_code kind_ec;
     if (!fs::is_directory(path, kind_ec)) {
-      return "'" + path.string() + "' is not a folder; the profile folder must hold only " +
-             expected + " folders (<dir>/<model>/<gpu>/profile.json): move it out";
+      return "'" + path.string() + "' is not a folder; the profile folder must hold only " + expected +
+             " folders (<dir>/<model>/<gpu>/profile.json): move it out";
     }
     out.push_back(path);
   }
@@ -82,7 +82,8 @@ std::string list_folders(const fs::path& dir, const char* expected, std::vector<
 Result<ProfileSet> load_profile_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
-    return Result<ProfileSet>::failure("profile directory '" + dir + "' does not exist (expected <dir>/<model>/<gpu>/profile.json)");
+    return Result<ProfileSet>::failure("profile directory '" + dir +
+                                       "' does not exist (expected <dir>/<model>/<gpu>/profile.json)");
   }
   if (!fs::is_directory(dir, ec)) {
     return Result<ProfileSet>::failure("profile directory '" + dir +
@@ -91,12 +92,10 @@ Result<ProfileSet> load_profile_dir(const std::string& dir) {
   }
   ProfileSet set;
   std::vector<fs::path> models;
-  if (std::string why = list_folders(dir, "<model>", models); !why.empty())
-    return Result<ProfileSet>::failure(why);
+  if (std::string why = list_folders(dir, "<model>", models); !why.empty()) return Result<ProfileSet>::failure(why);
   for (const fs::path& model_dir : models) {
     std::vector<fs::path> gpus;
-    if (std::string why = list_folders(model_dir, "<gpu>", gpus); !why.empty())
-      return Result<ProfileSet>::failure(why);
+    if (std::string why = list_folders(model_dir, "<gpu>", gpus); !why.empty()) return Result<ProfileSet>::failure(why);
     for (const fs::path& gpu_dir : gpus) {
       const fs::path file = gpu_dir / "profile.json";
       const fs::file_status status = fs::status(file, ec);
@@ -119,11 +118,16 @@ Result<ProfileSet> load_profile_dir(const std::string& dir) {
       std::stringstream ss;
       if (in) ss << in.rdbuf();
       if (!in || in.bad())
-        return Result<ProfileSet>::failure("cannot read '" + file.string() + "': " +
-                                           std::error_code(errno, std::generic_category()).message() +
+        return Result<ProfileSet>::failure("cannot read '" + file.string() +
+                                           "': " + std::error_code(errno, std::generic_category()).message() +
                                            "; make it readable or remove its folder");
       auto p = parse_profile_json(ss.str(), model_dir.filename().string(), gpu_dir.filename().string());
       if (!p) return Result<ProfileSet>::failure(file.string() + ": " + p.error());
+      if (auto preset = find_preset(p->model)) {
+        fold_separate_final_norm(p.value(), *preset);
+        const std::string mismatch = profile_block_mismatch(*p, *preset);
+        if (!mismatch.empty()) return Result<ProfileSet>::failure(file.string() + ": " + mismatch);
+      }
       set.add(std::move(p.value()));
     }
   }

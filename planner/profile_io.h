@@ -1,7 +1,8 @@
 // Reading Sailor's profiles from disk: <dir>/<model>/<gpu>/profile.json.
 //
 // Guarantees: one clear line on a missing directory or malformed file; unreadable individual
-//   profiles are reported, not skipped silently.
+//   profiles are reported, not skipped silently; a profile whose <model> folder names a preset
+//   but whose block count is not that preset's (profile_block_mismatch()) is refused.
 // Assumes: JSON {mbs: {tp: {block: [fwd_s, bwd_s, update_s]}}}.
 #pragma once
 

@@ -220,6 +220,7 @@ class Searcher {
       }
       return std::nullopt;
     }
+    if (!keep_gpu_count(found, dp, what)) return std::nullopt;
     const std::vector<StageConfig>& kept_configs = configs;
 
     std::optional<double> best;
@@ -288,6 +289,25 @@ class Searcher {
     return best;
   }
 
+  // Drops the DP's candidates whose GPU count (D x usage) is outside the request's range:
+  // exact, since the DP keeps one candidate per usage vector. False when none is left.
+  bool keep_gpu_count(std::vector<DpCandidate>& found, int dp, const std::string& what) {
+    const SearchConstraints& c = request_.constraints;
+    if (!c.min_gpus && !c.max_gpus) return true;
+    std::vector<DpCandidate> kept;
+    for (DpCandidate& candidate : found) {
+      int gpus = 0;
+      for (int units : candidate.usage) gpus += units * dp;
+      if (auto why = gpu_count_violation(c, gpus)) {
+        proxy_reject("gpu-count", what, candidate.stages, *why);
+        continue;
+      }
+      kept.push_back(std::move(candidate));
+    }
+    found = std::move(kept);
+    return !found.empty();
+  }
+
   void proxy_reject(const std::string& kind, const std::string& what, int stages, std::string why) {
     collector_.reject(kind, what + ", " + std::to_string(stages) + " stages", std::move(why));
   }
@@ -318,6 +338,7 @@ class Searcher {
     // Every stage puts D replicas in one pool, so D never exceeds the largest pool.
     int largest_pool = 0;
     for (const SearchPool& pool : pools_) largest_pool = std::max(largest_pool, pool.gpus);
+    if (request_.constraints.max_gpus) largest_pool = std::min(largest_pool, *request_.constraints.max_gpus);
     std::vector<int> degrees = dp_degrees(request_, mbs, largest_pool);
     // H3: throughput -> largest D first; H4: cost -> smallest D first.
     if (throughput()) std::reverse(degrees.begin(), degrees.end());
@@ -348,7 +369,7 @@ class Searcher {
     };
     // The most telling example: an OOM, else a broken constraint, else the first line.
     std::string first;
-    for (const char* kind : {"oom", "over-budget", "below-min-throughput", "over-quota"}) {
+    for (const char* kind : {"oom", "over-budget", "below-min-throughput", "over-quota", "gpu-count"}) {
       for (const Rejection& r : result_.rejections) {
         if (first.empty() && r.kind == kind) first = r.what + ": " + r.why;
       }
@@ -361,6 +382,9 @@ class Searcher {
              " over budget, " + std::to_string(count("below-min-throughput")) +
              " below the minimum throughput, " + std::to_string(count("over-quota")) +
              " over quota)" + example;
+    if (count("gpu-count") > 0)
+      return "no plan that fits uses an allowed number of GPUs (" +
+             std::to_string(count("gpu-count")) + " outside the range)" + example;
     return "the model fits nowhere on these GPUs (" + std::to_string(total_gpus_) + " free)" + example;
   }
 
@@ -385,7 +409,11 @@ class Searcher {
 
 }  // namespace
 
-SearchResult search_plans(const SearchRequest& request, const EvalContext& context) {
+namespace {
+
+// One search (with regrouping when a grouped one finds nothing); the whole search when no
+// uniform TP is asked for.
+SearchResult search_once(const SearchRequest& request, const EvalContext& context) {
   SearchResult result;
   if (request.global_batch_size <= 0) {
     result.failure = "global batch size must be positive";
@@ -425,6 +453,67 @@ SearchResult search_plans(const SearchRequest& request, const EvalContext& conte
     result.failure += " (searched with " + std::to_string(result.stats.layers_per_dp_position) +
                       " layers per stage-DP position; a split at single layers was not searched)";
   return result;
+}
+
+
+void merge_rejections(const SearchResult& from, int max_rejections, SearchResult& into) {
+  for (const auto& [kind, count] : from.rejection_counts) into.rejection_counts[kind] += count;
+  for (const Rejection& r : from.rejections) {
+    if (static_cast<int>(into.rejections.size()) >= max_rejections) break;
+    const bool seen = std::any_of(into.rejections.begin(), into.rejections.end(), [&](const Rejection& x) {
+      return x.kind == r.kind && x.why == r.why;
+    });
+    if (!seen) into.rejections.push_back(r);
+  }
+}
+
+void merge_stats(const SearchStats& from, SearchStats& into) {
+  into.dp_runs += from.dp_runs;
+  into.dp_states += from.dp_states;
+  into.evaluations += from.evaluations;
+  into.plans_considered += from.plans_considered;
+  into.layers_per_dp_position = std::max(into.layers_per_dp_position, from.layers_per_dp_position);
+}
+
+// options.uniform_tp: one search per TP degree (each plan then has one TP for all stages),
+// rankings merged by the objective.
+SearchResult search_uniform_tp(const SearchRequest& request, const EvalContext& context) {
+  std::vector<int> degrees = request.options.tp_degrees;
+  std::sort(degrees.begin(), degrees.end());
+  degrees.erase(std::unique(degrees.begin(), degrees.end()), degrees.end());
+  SearchResult merged;
+  std::string tried, last_failure;
+  for (int tp : degrees) {
+    SearchRequest one = request;
+    one.options.uniform_tp = false;
+    one.options.tp_degrees = {tp};
+    SearchResult result = search_once(one, context);
+    for (RankedPlan& plan : result.plans) merged.plans.push_back(std::move(plan));
+    merge_rejections(result, request.options.max_rejections, merged);
+    merge_stats(result.stats, merged.stats);
+    tried += (tried.empty() ? "" : ", ") + std::to_string(tp);
+    if (!result.failure.empty()) last_failure = "at TP " + std::to_string(tp) + ": " + result.failure;
+  }
+  std::stable_sort(merged.plans.begin(), merged.plans.end(), [&](const RankedPlan& a, const RankedPlan& b) {
+    return better_plan(a.evaluation, a.plan.num_gpus(), a.plan.num_stages(), b.evaluation,
+                       b.plan.num_gpus(), b.plan.num_stages(), request.objective);
+  });
+  if (static_cast<int>(merged.plans.size()) > request.options.max_plans)
+    merged.plans.resize(request.options.max_plans);
+  if (merged.plans.empty())
+    merged.failure = "no TP degree works for every stage (one TP for all stages; tried " + tried +
+                     ")" + (last_failure.empty() ? "" : "; " + last_failure);
+  return merged;
+}
+
+}  // namespace
+
+SearchResult search_plans(const SearchRequest& request, const EvalContext& context) {
+  std::vector<int> degrees = request.options.tp_degrees;
+  std::sort(degrees.begin(), degrees.end());
+  degrees.erase(std::unique(degrees.begin(), degrees.end()), degrees.end());
+  if (request.options.uniform_tp && degrees.size() > 1) return search_uniform_tp(request, context);
+  return search_once(request, context);
 }
 
 }  // namespace flotilla::planner

@@ -9,7 +9,9 @@
 // Assumes: the plan space (shared with exhaustive.h, see search_space.h): a common micro-batch
 //   size and DP degree D (gbs divisible by mbs*D: the global batch is never changed), P
 //   contiguous stages with uneven block splits, and per stage one GPU pool (type x region,
-//   H5/H6) and one TP degree (a power of two within a node, H1) for all its D replicas.
+//   H5/H6) and one TP degree (a power of two within a node, H1) for all its D replicas;
+//   options.uniform_tp narrows that to one TP degree for the whole plan, options.tp_degrees
+//   to the degrees a worker runs, constraints.min_gpus/max_gpus to a GPU count range.
 // Caveats: models of more than 126 layers are searched with layers grouped into at most 128
 //   DP positions, then re-split per layer (options.max_stage_dp_positions; within 2 % of the
 //   exact DP on the GPT-style models measured, 3.6 % below it on a 127-layer Llama-2-7B-wide
@@ -42,11 +44,22 @@ struct SearchConstraints {
   std::optional<double> min_tokens_per_second;
   std::map<std::string, int> max_gpus_per_type;  // canonical GPU name -> GPUs
   std::map<std::string, int> max_gpus_per_zone;
+  // GPUs the whole plan takes (all stages and replicas); unset: no bound. Enforced on every
+  // (depth, usage) candidate of the stage DP, so a bound never hides a plan that respects it.
+  std::optional<int> min_gpus;
+  std::optional<int> max_gpus;
 };
 
 struct SearchOptions {
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};
-  std::vector<int> tp_degrees = {1, 2, 4, 8};
+  std::vector<int> tp_degrees = {1, 2, 4, 8};  // {1}: the reference worker (no TP)
+  // Data-parallel degrees allowed; empty: every D that divides the micro-batches. A job that
+  // rescales under strict elasticity keeps its D (and micro-batch size), so only PP changes.
+  std::vector<int> dp_degrees;
+  // One TP degree for every stage (Megatron-LM's tensor_model_parallel_size is global): the
+  // search runs once per degree in tp_degrees and merges the rankings. GPU types may still
+  // differ between stages. The micro-batch size is always one for all stages (plan.h).
+  bool uniform_tp = false;
   int max_stages = 0;        // 0: one per block at most
   bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
   bool branch_and_bound = true;  // false: the DP keeps stages slower than the best plan allows

@@ -71,8 +71,10 @@ std::vector<int> micro_batch_sizes(const SearchRequest& request) {
 std::vector<int> dp_degrees(const SearchRequest& request, int micro_batch_size, int max_gpus) {
   std::vector<int> degrees;
   const int sequences = request.global_batch_size / micro_batch_size;
+  const std::vector<int>& allowed = request.options.dp_degrees;
   for (int d = 1; d <= sequences && d <= max_gpus; ++d) {
-    if (sequences % d == 0) degrees.push_back(d);
+    if (sequences % d != 0) continue;
+    if (allowed.empty() || std::find(allowed.begin(), allowed.end(), d) != allowed.end()) degrees.push_back(d);
   }
   return degrees;
 }
@@ -126,6 +128,14 @@ std::map<std::string, int> gpus_per_zone(const Plan& plan) {
   return used;
 }
 
+std::optional<std::string> gpu_count_violation(const SearchConstraints& constraints, int gpus) {
+  if (constraints.max_gpus && gpus > *constraints.max_gpus)
+    return "uses " + std::to_string(gpus) + " GPUs > at most " + std::to_string(*constraints.max_gpus);
+  if (constraints.min_gpus && gpus < *constraints.min_gpus)
+    return "uses " + std::to_string(gpus) + " GPUs < at least " + std::to_string(*constraints.min_gpus);
+  return std::nullopt;
+}
+
 std::optional<Violation> violation(const SearchRequest& request, const Plan& plan,
                                    const Evaluation& evaluation) {
   if (evaluation.infeasible) {
@@ -145,6 +155,7 @@ std::optional<Violation> violation(const SearchRequest& request, const Plan& pla
       return Violation{"over-quota", "uses " + std::to_string(used) + " GPUs in zone " + zone +
                                          " > quota " + std::to_string(cap->second)};
   }
+  if (auto why = gpu_count_violation(c, plan.num_gpus())) return Violation{"gpu-count", *why};
   if (c.max_usd_per_iteration && evaluation.usd_per_iteration > *c.max_usd_per_iteration)
     return Violation{"over-budget", "over budget: " + fixed_digits(evaluation.usd_per_iteration, 4) +
                                         " USD/iter > " + fixed_digits(*c.max_usd_per_iteration, 4)};

@@ -58,9 +58,13 @@ std::map<std::string, int> gpus_per_type(const Plan& plan);
 std::map<std::string, int> gpus_per_zone(const Plan& plan);
 
 struct Violation {
-  std::string kind;  // "oom", "over-budget", "below-min-throughput", "over-quota", "invalid"
+  std::string kind;  // "oom", "over-budget", "below-min-throughput", "over-quota", "gpu-count",
+                     // "invalid"
   std::string why;   // one line
 };
+
+// One line when `gpus` (a whole plan's GPUs) is outside [min_gpus, max_gpus].
+std::optional<std::string> gpu_count_violation(const SearchConstraints& constraints, int gpus);
 
 // Nothing when the evaluated plan is feasible and within every constraint.
 std::optional<Violation> violation(const SearchRequest& request, const Plan& plan,

@@ -38,19 +38,25 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
       SearchRequest cheapest = free;
       cheapest.objective = Objective::kMinCost;
       cheapest.constraints.min_tokens_per_second = c.min_tokens_per_second;
-      if (auto plan = attempt(cheapest, context))
-        return Suggestion{"raise --max-usd-per-iter to " +
-                              six_digits(plan->evaluation.usd_per_iteration * 1.0001),
-                          std::move(*plan)};
+      if (auto plan = attempt(cheapest, context)) {
+        const double usd = plan->evaluation.usd_per_iteration * 1.0001;
+        SearchRequest changed = request;
+        changed.constraints.max_usd_per_iteration = std::stod(six_digits(usd));
+        return Suggestion{"raise --max-usd-per-iter to " + six_digits(usd), std::move(*plan),
+                          ChangeKind::kRaiseBudget, std::move(changed)};
+      }
     }
     if (c.min_tokens_per_second) {
       SearchRequest fastest = free;
       fastest.objective = Objective::kMaxThroughput;
       fastest.constraints.max_usd_per_iteration = c.max_usd_per_iteration;
-      if (auto plan = attempt(fastest, context))
-        return Suggestion{"lower --min-tokens-per-s to " +
-                              six_digits(plan->evaluation.tokens_per_second * 0.9999),
-                          std::move(*plan)};
+      if (auto plan = attempt(fastest, context)) {
+        const double tokens = plan->evaluation.tokens_per_second * 0.9999;
+        SearchRequest changed = request;
+        changed.constraints.min_tokens_per_second = std::stod(six_digits(tokens));
+        return Suggestion{"lower --min-tokens-per-s to " + six_digits(tokens), std::move(*plan),
+                          ChangeKind::kLowerMinThroughput, std::move(changed)};
+      }
     }
   }
   // No new hardware: recompute activations.
@@ -65,7 +71,7 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
     if (auto plan = attempt(changed, context))
       return Suggestion{std::string("enable ") + names[i] + " activation recompute (--recompute " +
                             names[i] + ")",
-                        std::move(*plan)};
+                        std::move(*plan), ChangeKind::kRecompute, std::move(changed)};
   }
   // Larger TP where small nodes capped it (H1 keeps TP inside a node).
   const int max_tp = request.options.tp_degrees.empty()
@@ -83,7 +89,8 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
         return Suggestion{"use TP >= " + std::to_string(k) + ": nodes with " + std::to_string(k) +
                               " " + pool.gpu_type + " GPUs each (now " +
                               std::to_string(pool.largest_node_gpus) + " per node)",
-                          std::move(*plan)};
+                          std::move(*plan), ChangeKind::kLargerNodes, std::move(changed),
+                          pool.gpu_type, 0, k};
     }
   }
   // More GPUs of a type already there: the fewest added that fit, over all types.
@@ -105,7 +112,7 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
       if (auto plan = attempt(changed, context)) {
         best = Suggestion{"add " + std::to_string(added) + " more " + type + " GPUs (" +
                               std::to_string(have + added) + " in all)",
-                          std::move(*plan)};
+                          std::move(*plan), ChangeKind::kMoreGpus, std::move(changed), type, added};
         best_added = added;
         break;
       }
@@ -131,7 +138,8 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
       if (auto plan = attempt(changed, context))
         return Suggestion{"add " + std::to_string(nodes * gpu->gpus_per_node) + " " + gpu->name +
                               " GPUs (" + std::to_string(nodes) + " node" + (nodes > 1 ? "s" : "") + ")",
-                          std::move(*plan)};
+                          std::move(*plan), ChangeKind::kNewGpuType, std::move(changed), gpu->name,
+                          nodes * gpu->gpus_per_node, gpu->gpus_per_node};
     }
   }
   return std::nullopt;

@@ -19,9 +19,24 @@
 
 namespace flotilla::planner {
 
+// What kind of change a suggestion makes (for callers that apply it rather than print it).
+enum class ChangeKind {
+  kRaiseBudget,          // constraints.max_usd_per_iteration
+  kLowerMinThroughput,   // constraints.min_tokens_per_second
+  kRecompute,            // training.recompute
+  kLargerNodes,          // pools of one GPU type get nodes of `node_gpus` GPUs (same count)
+  kMoreGpus,             // pools of one GPU type grow by `added_gpus` in all
+  kNewGpuType,           // a pool of `added_gpus` GPUs of a new type, nodes of `node_gpus`
+};
+
 struct Suggestion {
   std::string change;   // one phrase: "add 8 more A100-40 GPUs", "use --recompute full"
   RankedPlan plan;      // the best plan with that change
+  ChangeKind kind = ChangeKind::kRecompute;
+  SearchRequest request;  // the request with the change applied (it produced `plan`)
+  std::string gpu_type;   // kLargerNodes, kMoreGpus, kNewGpuType
+  int added_gpus = 0;     // kMoreGpus, kNewGpuType
+  int node_gpus = 0;      // kLargerNodes, kNewGpuType
 };
 
 std::optional<Suggestion> suggest_change(const SearchRequest& request, const EvalContext& context);

@@ -1,5 +1,5 @@
 // One elastic job's scaling decision from a snapshot: the single call the operator's reconcile
-// makes (DESIGN.md data flow: scaler.decide(job, scale table, arrivals λ) → keep / up / down).
+// makes (docs/scaler.md; data flow: decide(job, scale table, arrivals λ) → keep / up / down).
 //
 // Order of precedence:
 //   1. lost GPUs (gpus_alive < current): shrink to the best feasible entry on what is alive,

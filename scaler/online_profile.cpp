@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/progress_line.h"
 #include "scaler/pipeline_predictor.h"
 
 namespace flotilla::scaler {
@@ -108,6 +109,14 @@ OnlineProfileResult fold_measured_stage_times(const ElasticModel& model,
   else out.table_error = built.error;
   out.model = std::move(folded);
   return out;
+}
+
+std::optional<StageMeasurement> stage_measurement_from_progress_line(std::string_view line,
+                                                                     std::string* error) {
+  auto step = parse_step_line(line, error);
+  if (!step) return std::nullopt;
+  return StageMeasurement{step->stage, std::move(step->forward_seconds),
+                          std::move(step->backward_seconds)};
 }
 
 }  // namespace flotilla::scaler

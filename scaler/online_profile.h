@@ -24,6 +24,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scaler/elastic_model.h"
@@ -53,6 +54,11 @@ struct OnlineProfileResult {
 
   std::string explain() const;  // one line for status and metrics
 };
+
+// One rank's `step` progress line (schema: common/progress_line.h, written by the worker) as
+// the measurement of its stage; nullopt with *error set when it is not a step line.
+std::optional<StageMeasurement> stage_measurement_from_progress_line(std::string_view line,
+                                                                     std::string* error = nullptr);
 
 OnlineProfileResult fold_measured_stage_times(const ElasticModel& model,
                                               const ParallelConfig& running,

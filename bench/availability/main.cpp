@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "common/data_path.h"
-#include "scaler/availability_replay.h"
-#include "scaler/availability_table.h"
-#include "scaler/sailor_job_loader.h"
-#include "scaler/trace_loader.h"
+#include "simulator/availability_replay.h"
+#include "simulator/availability_table.h"
+#include "simulator/sailor_job_loader.h"
+#include "simulator/trace_loader.h"
 
 using namespace flotilla;
-using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 
 int main(int argc, char** argv) {
   std::vector<double> restarts = {30, 60, 120};

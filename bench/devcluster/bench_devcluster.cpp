@@ -9,9 +9,7 @@
 // date within 100 ms.
 //
 // Usage: bench_devcluster [--pods N] [--updates U] [--watchers W]
-#include <sched.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +27,7 @@
 #include <vector>
 
 #include "kube/net/http_client.h"
+#include "process/spawn.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -54,7 +53,7 @@ uint64_t rv_of(const std::string& line) {
 }
 
 struct Server {
-  pid_t pid = -1;
+  flotilla::process::Child child;
   fs::path dir;
   flotilla::kube::net::ClientConfig config;
   bool start(int cpu) {
@@ -63,20 +62,16 @@ struct Server {
     fs::create_directories(dir);
     std::ofstream(dir / "nodes.yaml") << "nodes:\n  - {name: n0, gpuType: A100-80GB, gpuCount: 8}\n";
     std::string bin = std::string(FLOTILLA_BINARY_DIR) + "/devcluster/flotilla-devcluster";
-    pid = fork();
-    if (pid == 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      sched_setaffinity(0, sizeof set, &set);  // the server gets exactly one core
-      FILE* f = freopen((dir / "server.log").c_str(), "w", stdout);
-      (void)f;
-      dup2(1, 2);
-      execl(bin.c_str(), bin.c_str(), "--listen", "127.0.0.1:0", "--nodes", (dir / "nodes.yaml").c_str(), "--data-dir",
-            (dir / "data").c_str(), "--kubeconfig-out", (dir / "kubeconfig").c_str(), "--watch-window", "200000",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    flotilla::process::SpawnOptions options;
+    options.argv = {bin, "--listen", "127.0.0.1:0", "--nodes", (dir / "nodes.yaml").string(), "--data-dir",
+                    (dir / "data").string(), "--kubeconfig-out", (dir / "kubeconfig").string(),
+                    "--watch-window", "200000"};
+    options.cpu = cpu;  // the server gets exactly one core
+    options.stdout_path = dir / "server.log";
+    options.stderr_path = dir / "server.log";
+    options.isolation = flotilla::process::Isolation::kNone;
+    options.exec_failure = flotilla::process::ExecFailure::kExit;
+    child = flotilla::process::spawn(options);
     for (int i = 0; i < 400 && read_text(dir / "kubeconfig").find("current-context") == std::string::npos; ++i)
       std::this_thread::sleep_for(50ms);
     std::string kc = read_text(dir / "kubeconfig");
@@ -88,9 +83,9 @@ struct Server {
     return true;
   }
   void stop() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      waitpid(pid, nullptr, 0);
+    if (child.valid()) {
+      child.signal(SIGTERM);
+      child.wait();
     }
     fs::remove_all(dir);
   }

@@ -14,11 +14,12 @@
 #include <vector>
 
 #include "common/data_path.h"
-#include "scaler/sim_sweep.h"
-#include "scaler/trace_loader.h"
+#include "simulator/sim_sweep.h"
+#include "simulator/trace_loader.h"
 
 using namespace flotilla;
 using namespace flotilla::scaler;
+using namespace flotilla::simulator;
 
 int main(int argc, char** argv) {
   SimOptions base;

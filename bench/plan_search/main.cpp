@@ -18,10 +18,10 @@
 
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/data_path.h"
+#include "process/fork_call.h"
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
 #include "planner/search.h"
@@ -111,29 +111,26 @@ Bounded search_with_limit(const fp::SearchRequest& request, const fp::EvalContex
                           double limit_seconds) {
   int fds[2];
   if (pipe(fds) != 0) return {};
-  const pid_t child = fork();
-  if (child == 0) {
-    close(fds[0]);
-    // The exact DP over a 1000-layer model holds up to 400 k states x 1001 cells; cap the
-    // child's memory so a stopped run cannot take the machine's.
-    const rlimit cap{kChildMemoryBytes, kChildMemoryBytes};
-    setrlimit(RLIMIT_AS, &cap);
-    try {
-      const auto start = std::chrono::steady_clock::now();
-      const fp::SearchResult result = fp::search_plans(request, context);
-      const double out[2] = {seconds_since(start), tokens(result)};
-      (void)!write(fds[1], out, sizeof out);
-    } catch (const std::bad_alloc&) {
-      _exit(3);  // hit the memory cap: reported as stopped
-    }
-    _exit(0);
-  }
+  // The exact DP over a 1000-layer model holds up to 400 k states x 1001 cells; cap the
+  // child's memory so a stopped run cannot take the machine's. (This bench is single-threaded,
+  // which fork_call needs: the child runs the search without exec.)
+  flotilla::process::ForkCallOptions options;
+  options.rlimits.emplace_back(RLIMIT_AS, kChildMemoryBytes);
+  flotilla::process::Child child = flotilla::process::fork_call(
+      [&] {
+        close(fds[0]);
+        const auto start = std::chrono::steady_clock::now();
+        const fp::SearchResult result = fp::search_plans(request, context);
+        const double out[2] = {seconds_since(start), tokens(result)};
+        (void)!write(fds[1], out, sizeof out);
+        return 0;  // std::bad_alloc (the memory cap) exits 3: reported as stopped
+      },
+      options);
   close(fds[1]);
   const auto start = std::chrono::steady_clock::now();
   Bounded bounded;
   for (;;) {
-    int status = 0;
-    if (waitpid(child, &status, WNOHANG) == child) {
+    if (child.poll()) {
       double in[2] = {0, 0};
       if (read(fds[0], in, sizeof in) == static_cast<ssize_t>(sizeof in)) {
         bounded = {true, in[0], in[1]};
@@ -143,8 +140,8 @@ Bounded search_with_limit(const fp::SearchRequest& request, const fp::EvalContex
       break;
     }
     if (seconds_since(start) > limit_seconds) {
-      kill(child, SIGKILL);
-      waitpid(child, nullptr, 0);
+      child.signal(SIGKILL);
+      child.wait();
       bounded.seconds = limit_seconds;
       break;
     }

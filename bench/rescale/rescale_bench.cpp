@@ -23,11 +23,11 @@
 #include <utility>
 #include <vector>
 
-#include "worker/runtime/process_group.h"
+#include "process/process_group.h"
 #include "worker/runtime/progress_log.h"
 
 namespace fs = std::filesystem;
-using flotilla::worker::ProcessGroup;
+using flotilla::process::ProcessGroup;
 using flotilla::worker::unix_time_ms;
 using json = nlohmann::json;
 

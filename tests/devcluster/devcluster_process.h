@@ -1,6 +1,7 @@
 // Test helper: runs the real flotilla-devcluster binary as a child process on a free port
 // (it binds port 0 and writes its kubeconfig), talks to it over HTTPS with kube/net, and runs
 // real kubectl against it. Every server is stopped in the destructor (SIGTERM, then SIGKILL).
+// The server is started and reaped through flotilla::process (spawn.h, child.h).
 #pragma once
 
 #include <signal.h>
@@ -18,6 +19,8 @@
 #include <thread>
 
 #include "kube/net/http_client.h"
+#include "process/spawn.h"
+#include "tests/common/tools.h"
 
 namespace devcluster_test {
 
@@ -102,22 +105,14 @@ class DevclusterProcess {
     std::vector<std::string> args = {binary(), "--listen", "127.0.0.1:0", "--nodes", (dir_ / "nodes.yaml").string(),
                                      "--data-dir", data_dir().string(), "--kubeconfig-out", kubeconfig().string()};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (nofile_limit_ > 0) {
-        rlimit lim{nofile_limit_, nofile_limit_};
-        setrlimit(RLIMIT_NOFILE, &lim);
-      }
-      std::string log = (dir_ / "devcluster.log").string();
-      FILE* f = freopen(log.c_str(), "a", stdout);
-      (void)f;
-      dup2(1, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    flotilla::process::SpawnOptions options;
+    options.argv = args;
+    options.stdout_path = dir_ / "devcluster.log";
+    options.stderr_path = dir_ / "devcluster.log";
+    options.isolation = flotilla::process::Isolation::kNone;
+    options.exec_failure = flotilla::process::ExecFailure::kExit;
+    if (nofile_limit_ > 0) options.rlimits.emplace_back(RLIMIT_NOFILE, nofile_limit_);
+    child_ = flotilla::process::spawn(options);
     bool up = eventually([&] { return fs::exists(kubeconfig()) && read_text(kubeconfig()).find("current-context") != std::string::npos; },
                          20s);
     if (!up) return false;
@@ -133,19 +128,13 @@ class DevclusterProcess {
 
   // SIGTERM and wait (bounded), then SIGKILL.
   void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 200; ++i) {
-      pid_t r = waitpid(pid_, nullptr, WNOHANG);
-      if (r == pid_ || r < 0) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(50ms);
+    if (!child_.valid()) return;
+    child_.signal(SIGTERM);
+    if (!child_.wait_for(10s)) {
+      child_.signal(SIGKILL);
+      child_.wait();
     }
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
+    child_ = flotilla::process::Child();
   }
 
   std::unique_ptr<flotilla::kube::net::HttpClient> make_client(const std::string& token) const {
@@ -173,17 +162,22 @@ class DevclusterProcess {
   }
 
   // kubectl is preinstalled where Flotilla builds; elsewhere the kubectl checks are skipped.
-  static bool have_kubectl() { return run_command("kubectl version --client").exit_code == 0; }
+  // True when kubectl runs, or when make test installed it (then a broken kubectl fails the
+  // test instead of skipping it: tests/common/tools.h).
+  static bool have_kubectl() {
+    return flotilla::testing::tools_installed() ||
+           run_command(flotilla::testing::tool_path("kubectl") + " version --client").exit_code == 0;
+  }
 
   CommandResult kubectl(const std::string& args) const {
-    return run_command("kubectl --kubeconfig " + kubeconfig().string() + " --cache-dir " + (dir_ / "kcache").string() +
+    return run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " + kubeconfig().string() + " --cache-dir " + (dir_ / "kcache").string() +
                        " " + args);
   }
   CommandResult admin(const std::string& args) const {
     return run_command(binary() + " admin " + args + " --kubeconfig " + kubeconfig().string());
   }
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.valid() ? child_.pid() : -1; }
   // RLIMIT_NOFILE (soft and hard) for the server started next; 0 = inherit.
   void set_nofile_limit(rlim_t n) { nofile_limit_ = n; }
   std::string log() const { return read_text(dir_ / "devcluster.log"); }
@@ -191,7 +185,7 @@ class DevclusterProcess {
  private:
   fs::path dir_;
   std::vector<std::string> extra_args_;
-  pid_t pid_ = -1;
+  flotilla::process::Child child_;
   rlim_t nofile_limit_ = 0;
   std::string server_, token_, ca_;
   std::unique_ptr<flotilla::kube::net::HttpClient> client_;

@@ -49,7 +49,7 @@ std::string job(const std::string& name, const std::string& batch) {
 }  // namespace
 
 TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatch) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
   DevclusterProcess dc("kubectl");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
 
@@ -63,7 +63,7 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
 
   // Watch from now on, in the background, with event types.
   std::string watch_out = (dc.dir() / "watch.out").string();
-  std::string watch_cmd = "kubectl --kubeconfig " + dc.kubeconfig().string() + " --cache-dir " +
+  std::string watch_cmd = flotilla::testing::tool_path("kubectl") + " --kubeconfig " + dc.kubeconfig().string() + " --cache-dir " +
                           (dc.dir() / "kcache-watch").string() +
                           " get trainingjobs -n team-a --watch --output-watch-events > " + watch_out + " 2>&1 & echo $!";
   auto watcher = run_command(watch_cmd);
@@ -123,7 +123,7 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
 }
 
 TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
   DevclusterProcess dc("nodes");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
   auto r = dc.kubectl("get nodes -l nvidia.com/gpu.product=H100-80GB -o jsonpath={.items[*].metadata.name}");
@@ -153,7 +153,7 @@ TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
 // kubectl debug PATCHes pods/<name>/ephemeralcontainers; kubectl v1.32 reads details.name of a
 // 404 without a nil check, so a Status without details made it panic.
 TEST(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanicking) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
   DevclusterProcess dc("debug");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
   auto r = dc.kubectl("run p1 --image=busybox");
@@ -172,7 +172,7 @@ TEST(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanic
 // devcluster has no RBAC, so the true answer to `kubectl auth can-i` is yes (it used to be a
 // 404 "could not find the requested resource").
 TEST(DevclusterKubectl, AuthCanIAnswersYesBecauseThereIsNoRbac) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << "kubectl is not installed";
+  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
   DevclusterProcess dc("cani");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
   auto r = dc.kubectl("auth can-i delete pods -n kube-system");

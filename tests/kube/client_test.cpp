@@ -2,6 +2,8 @@
 // loopback port with its own data dir). Skips when flotilla-devcluster is not built.
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -549,6 +551,99 @@ TEST_F(KubeClientTest, ControllerKeepsOwnedObjectsInStep) {
   runner.request_stop();
   runner.join();
   EXPECT_GE(controller.reconciles(), 3);
+}
+
+// Watches of another resource: a cluster-scoped Node, labelled with the job it serves, wakes
+// that job's (a ConfigMap's) key through the mapper; the reconcile reads the Node from
+// ctx.watched (level-based), including its latest change.
+TEST_F(KubeClientTest, ANodeChangeWakesTheMappedPrimaryKey) {
+  std::mutex mu;
+  std::map<std::string, int> reconciled;
+  std::string seen_zone;  // the node's zone label as the job's last reconcile read it
+  auto reconcile = [&](const std::string& key, const ReconcileContext& ctx) -> Result<Action> {
+    std::lock_guard lock(mu);
+    ++reconciled[key];
+    if (key == "default/job-a") {
+      if (auto node = ctx.watched.at(0).get("n1"))
+        seen_zone = (*node)["metadata"]["labels"].value("topology.kubernetes.io/zone", "");
+    }
+    return Action::await_change();
+  };
+  auto job_of_node = [](const Json& node) -> std::vector<std::string> {
+    const std::string job = node["metadata"].value("labels", Json::object()).value("flotilla.io/job", "");
+    if (job.empty()) return {};
+    return {"default/" + job};
+  };
+  ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("job-a")));
+  ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("job-b")));
+  Controller controller(client_, resources::configmaps, "default", reconcile);
+  controller.watches(resources::nodes, job_of_node);
+  std::jthread runner([&](std::stop_token stop) { controller.run(stop); });
+  auto count = [&](const std::string& key) {
+    std::lock_guard lock(mu);
+    return reconciled[key];
+  };
+  ASSERT_TRUE(eventually([&] { return count("default/job-a") >= 1 && count("default/job-b") >= 1; }));
+
+  const int before_a = count("default/job-a"), before_b = count("default/job-b");
+  Json node = {{"metadata", {{"name", "n1"},
+                             {"labels", {{"flotilla.io/job", "job-a"}, {"nvidia.com/gpu.count", "2"}}}}}};
+  ASSERT_TRUE(client_->create(resources::nodes, "", node));
+  EXPECT_TRUE(eventually([&] { return count("default/job-a") > before_a; }));
+  ASSERT_TRUE(client_->patch(resources::nodes, "", "n1", PatchType::Merge,
+                             {{"metadata", {{"labels", {{"topology.kubernetes.io/zone", "zone-7"}}}}}}));
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return seen_zone == "zone-7";
+  }));
+  // Deleting the node wakes its job too (mapped from the node's last state).
+  const int before_delete = count("default/job-a");
+  ASSERT_TRUE(client_->remove(resources::nodes, "", "n1"));
+  EXPECT_TRUE(eventually([&] { return count("default/job-a") > before_delete; }));
+  // A node labelled for job-a never woke job-b.
+  EXPECT_EQ(count("default/job-b"), before_b);
+  runner.request_stop();
+  runner.join();
+}
+
+// The cluster pass: one reserved key queued by every event of every resource. A burst of
+// changes while a (slow) pass runs collapses in the work queue into few passes, and a pass
+// after the burst sees all of it.
+TEST_F(KubeClientTest, ClusterPassRunsAfterABurstWithFewerReconcilesThanEvents) {
+  std::atomic<int> passes{0};
+  std::atomic<int> last_seen{-1};  // ConfigMaps + Nodes the latest pass saw
+  auto reconcile = [&](const std::string& key, const ReconcileContext& ctx) -> Result<Action> {
+    if (key != cluster_pass_key()) return Action::await_change();
+    ++passes;
+    std::this_thread::sleep_for(200ms);  // a pass takes time; changes pile up meanwhile
+    last_seen = static_cast<int>(ctx.primary.size() + ctx.watched.at(0).size());
+    return Action::await_change();
+  };
+  Controller controller(client_, resources::configmaps, "default", reconcile);
+  controller.watches(resources::nodes, [](const Json&) { return std::vector<std::string>{}; })
+      .with_cluster_pass()
+      .with_workers(2);
+  std::jthread runner([&](std::stop_token stop) { controller.run(stop); });
+  // Synced caches give one pass even when nothing changes.
+  ASSERT_TRUE(eventually([&] { return passes.load() >= 1 && last_seen.load() >= 0; }));
+  std::this_thread::sleep_for(300ms);  // let the start-up passes finish
+  const int existing = last_seen.load();  // e.g. devcluster's own ConfigMaps
+
+  const int passes_before = passes.load();
+  constexpr int kConfigMaps = 30, kNodes = 5;
+  for (int i = 0; i < kConfigMaps; ++i)
+    ASSERT_TRUE(client_->create(resources::configmaps, "default", configmap("cm-" + std::to_string(i))));
+  for (int i = 0; i < kNodes; ++i)
+    ASSERT_TRUE(client_->create(resources::nodes, "", {{"metadata", {{"name", "node-" + std::to_string(i)}}}}));
+  EXPECT_TRUE(eventually([&] { return last_seen.load() == existing + kConfigMaps + kNodes; }))
+      << last_seen.load() << " objects seen, " << existing << " before";
+  const int burst_passes = passes.load() - passes_before;
+  std::printf("  %d cluster passes for %d objects created (the kubelet also modifies each node)\n",
+              burst_passes, kConfigMaps + kNodes);
+  EXPECT_GE(burst_passes, 1);
+  EXPECT_LT(burst_passes, kConfigMaps + kNodes);
+  runner.request_stop();
+  runner.join();
 }
 
 }  // namespace

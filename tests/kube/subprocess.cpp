@@ -1,11 +1,6 @@
 #include "subprocess.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,24 +8,19 @@
 #include <sstream>
 #include <thread>
 
+#include "process/free_port.h"
+#include "process/spawn.h"
+
 namespace flotilla::kube::testing {
 
 using namespace std::chrono_literals;
 
 int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
+  try {
+    return process::pick_free_port();
+  } catch (const std::exception&) {
     return 0;
   }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 TempDir::TempDir() {
@@ -44,32 +34,21 @@ TempDir::~TempDir() {
 }
 
 Subprocess::Subprocess(std::vector<std::string> argv, fs::path log_file) : log_(std::move(log_file)) {
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    ::setpgid(0, 0);
-    ::execv(args[0], args.data());
-    std::_Exit(127);
-  }
+  process::SpawnOptions options;
+  options.argv = std::move(argv);
+  options.stdout_path = log_;
+  options.stderr_path = log_;
+  options.isolation = process::Isolation::kGroup;
+  options.exec_failure = process::ExecFailure::kExit;  // exit 127, like a failed exec in a shell
+  child_ = process::spawn(options);
 }
 
 Subprocess::~Subprocess() { stop(1s); }
 
 bool Subprocess::running() {
-  if (pid_ <= 0) return false;
-  int st = 0;
-  pid_t r = ::waitpid(pid_, &st, WNOHANG);
-  if (r == pid_) {
-    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
-    pid_ = -1;
+  if (!child_.valid()) return false;
+  if (auto s = child_.poll()) {
+    record(*s);
     return false;
   }
   return true;
@@ -77,23 +56,19 @@ bool Subprocess::running() {
 
 int Subprocess::stop(std::chrono::milliseconds grace) {
   if (!running()) return status_;
-  ::kill(pid_, SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() + grace;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (!running()) return status_;
-    std::this_thread::sleep_for(5ms);
+  child_.signal(SIGTERM);
+  if (auto s = child_.wait_for(grace)) {
+    record(*s);
+    return status_;
   }
   kill_now();
   return status_;
 }
 
 void Subprocess::kill_now() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int st = 0;
-  ::waitpid(pid_, &st, 0);
-  status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
-  pid_ = -1;
+  if (!running()) return;
+  child_.signal(SIGKILL);
+  record(child_.wait());
 }
 
 std::string Subprocess::output() const {

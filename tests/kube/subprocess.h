@@ -1,7 +1,8 @@
 #pragma once
 // Test helpers: a child process with its output in a file, a free loopback port, a temp dir,
 // and a devcluster started as a real subprocess (flotilla-devcluster).
-// Every process started here is killed in the destructor (SIGTERM, then SIGKILL after 5 s).
+// Every process started here is killed in the destructor (SIGTERM, then SIGKILL after 1 s).
+// Processes are started and reaped through flotilla::process (spawn.h, child.h).
 #include <sys/types.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "process/child.h"
 
 namespace flotilla::kube::testing {
 
@@ -28,7 +30,7 @@ class Subprocess {
  public:
   Subprocess(std::vector<std::string> argv, fs::path log_file);
   ~Subprocess();
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.valid() && !child_.exit_status() ? child_.pid() : -1; }
   bool running();
   // SIGTERM, wait up to `grace`, then SIGKILL. Returns the exit status (or -signal).
   int stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
@@ -37,9 +39,10 @@ class Subprocess {
   const fs::path& log_file() const { return log_; }
 
  private:
-  pid_t pid_ = -1;
+  process::Child child_;
   int status_ = 0;
   fs::path log_;
+  void record(const process::ExitStatus& s) { status_ = s.signal != 0 ? -s.signal : s.exit_code; }
 };
 
 // Path of the flotilla-devcluster binary ($FLOTILLA_DEVCLUSTER, else the build tree); "" when

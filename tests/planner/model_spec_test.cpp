@@ -69,3 +69,19 @@ TEST(ModelSpecIo, RejectsKvHeadsThatDoNotDivideHeadsAndHiddenBelowHeads) {
   EXPECT_NE(narrow.error().find("smaller than heads"), std::string::npos) << narrow.error();
   EXPECT_TRUE(fp::parse_model_spec("num_layers: 2\nhidden: 12\nheads: 4\nvocab: 100\nseq_len: 16\nkv_heads: 2\n"));
 }
+
+// The reference worker's models are planner presets too (common/reference_models.h), with the
+// worker's parameter layout: untied head, learned positions, biases. "small" by hand:
+// embedding 256x64 + 64x64 = 20480; a layer: 2 LayerNorms 256 + QKV 64x192+192 + proj 64x64+64 +
+// MLP 64x256+256 + 256x64+64 = 49984, x4 = 199936; head: LayerNorm 128 + 256x64 = 16512.
+// gpt-125m: the count the worker's own test asserts (tests/worker/model_test.cpp).
+TEST(ModelSpec, ReferenceWorkerModelsMatchTheWorkersParameterCounts) {
+  const auto small = fp::find_preset("small");
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->num_blocks(), 6);
+  EXPECT_EQ(fp::total_params(*small), 20480 + 199936 + 16512);
+  const auto gpt125 = fp::find_preset("gpt-125m");
+  ASSERT_TRUE(gpt125);
+  EXPECT_EQ(fp::total_params(*gpt125), 134994432);
+  EXPECT_TRUE(fp::find_preset("tiny"));
+}

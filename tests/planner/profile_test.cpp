@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "planner/profile.h"
 #include "planner/network_io.h"
+#include "planner/profile.h"
 #include "planner/profile_io.h"
 
 namespace fp = flotilla::planner;
@@ -73,8 +73,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 // One line, naming the offending path and what to do about it.
-void expect_one_line(const fp::Result<fp::ProfileSet>& loaded, const std::string& path,
-                     const std::string& fix) {
+void expect_one_line(const fp::Result<fp::ProfileSet>& loaded, const std::string& path, const std::string& fix) {
   ASSERT_FALSE(loaded);
   const std::string& error = loaded.error();
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
@@ -82,7 +81,19 @@ void expect_one_line(const fp::Result<fp::ProfileSet>& loaded, const std::string
   EXPECT_NE(error.find(fix), std::string::npos) << error;
 }
 
-constexpr const char* kProfile = R"({"1": {"1": {"0": [0.001, 0.002, 0.0001]}}})";
+// A profile with `blocks` blocks at mbs 1 and 2, TP 1; block b takes (b + 1) ms forward.
+std::string profile_json(int blocks) {
+  std::string by_block;
+  for (int b = 0; b < blocks; ++b) {
+    const double f = 0.001 * (b + 1);
+    by_block += (b ? ", \"" : "\"") + std::to_string(b) + "\": [" + std::to_string(f) + ", " + std::to_string(2 * f) +
+                ", 0.0001]";
+  }
+  return "{\"1\": {\"1\": {" + by_block + "}}, \"2\": {\"1\": {" + by_block + "}}}";
+}
+
+// OPT-350M has 26 blocks (embedding + 24 layers + head).
+const std::string kProfile = profile_json(26);
 
 }  // namespace
 
@@ -115,14 +126,13 @@ TEST(ProfileIo, UnreadableLayoutsGetOneLineNamingThePath) {
   // a file where the <model> folder should be
   const auto model_file = dir / "model-file";
   write_file(model_file / "OPT-350", kProfile);
-  expect_one_line(fp::load_profile_dir(model_file.string()), (model_file / "OPT-350").string(),
-                  "is not a folder");
+  expect_one_line(fp::load_profile_dir(model_file.string()), (model_file / "OPT-350").string(), "is not a folder");
   // profile.json is a broken link
   const auto broken = dir / "broken-link";
   std::filesystem::create_directories(broken / "OPT-350" / "A100-40");
   std::filesystem::create_symlink(broken / "nowhere.json", broken / "OPT-350" / "A100-40" / "profile.json");
-  expect_one_line(fp::load_profile_dir(broken.string()),
-                  (broken / "OPT-350" / "A100-40" / "profile.json").string(), "broken symbolic link");
+  expect_one_line(fp::load_profile_dir(broken.string()), (broken / "OPT-350" / "A100-40" / "profile.json").string(),
+                  "broken symbolic link");
 }
 
 // Permission denied: only meaningful when not root (root reads through chmod 000).
@@ -134,4 +144,44 @@ TEST(ProfileIo, PermissionDeniedGetsOneLine) {
   const auto loaded = fp::load_profile_dir(dir.string());
   std::filesystem::permissions(dir / "OPT-350", std::filesystem::perms::owner_all);
   expect_one_line(loaded, (dir / "OPT-350").string(), "make it readable");
+}
+
+// The shared GPT-Neo GH-96 profile was once a copy of OPT-350's 26 blocks, and the planner timed
+// GPT-Neo's blocks 0-25 with OPT's numbers. A block count that is not the model's is refused.
+TEST(ProfileIo, BlockCountOfAnotherModelIsRefusedInOneLine) {
+  const auto dir = scratch_profiles("mismatch");
+  write_file(dir / "GPT-Neo-2.7" / "GH-96" / "profile.json", profile_json(26));
+  expect_one_line(fp::load_profile_dir(dir.string()), (dir / "GPT-Neo-2.7" / "GH-96" / "profile.json").string(),
+                  "has 26 blocks but GPT-Neo-2.7B has 34 (embedding + 32 layers + head)");
+}
+
+// Sailor profiles Llama-3-8B as embedding, 32 layers, final norm, head (35 blocks); the norm is
+// folded into the head, so block 33 is norm + head: forward (34 + 35) ms, backward twice that.
+TEST(ProfileIo, SeparateFinalNormIsFoldedIntoTheHead) {
+  const auto dir = scratch_profiles("llama");
+  write_file(dir / "LLAMA-3-8" / "GH-96" / "profile.json", profile_json(35));
+  const auto loaded = fp::load_profile_dir(dir.string());
+  ASSERT_TRUE(loaded) << loaded.error();
+  const auto model = fp::find_preset("llama-3-8b");
+  ASSERT_TRUE(model);
+  const fp::GpuProfile* p = loaded->find(*model, "GH-96");
+  ASSERT_NE(p, nullptr);
+  const auto& blocks = p->by_mbs_tp.at(1).at(1);
+  ASSERT_EQ(blocks.size(), 34u);
+  EXPECT_NEAR(blocks[33].forward_s, 0.034 + 0.035, 1e-12);
+  EXPECT_NEAR(blocks[33].backward_s, 2 * (0.034 + 0.035), 1e-12);
+  EXPECT_NEAR(blocks[33].update_s, 0.0001, 1e-12);
+  EXPECT_NEAR(blocks[32].forward_s, 0.033, 1e-12);
+}
+
+// A profile added directly (not through the loader) is never used for a model of another size.
+TEST(Profile, FindPassesOverAProfileWithAnotherBlockCount) {
+  auto wrong = fp::parse_profile_json(profile_json(26), "GPT-Neo-2.7", "GH-96");
+  ASSERT_TRUE(wrong) << wrong.error();
+  fp::ProfileSet set;
+  set.add(std::move(wrong.value()));
+  const auto neo = fp::find_preset("gpt-neo-2.7b");
+  ASSERT_TRUE(neo);
+  EXPECT_EQ(set.find(*neo, "GH-96"), nullptr);
+  EXPECT_NE(fp::profile_block_mismatch(set.all().front(), *neo), "");
 }

@@ -114,6 +114,47 @@ TEST(SearchTest, TwoZonesMatchExhaustive) {
                      world);
 }
 
+TEST(SearchTest, GpuCountRangeMatchesExhaustive) {
+  // The fastest plan on 4 A100 + 8 V100 uses more than 6 GPUs; capped at 6 (and at least 3),
+  // the search must still find the oracle's best plan within the range.
+  World world;
+  SearchRequest request =
+      request_for(small_llama(), 32, {pool("A100-40", 4, 4), pool("V100-16", 8, 4)});
+  const SearchResult free = search_plans(request, world.context());
+  ASSERT_FALSE(free.plans.empty());
+  EXPECT_GT(free.plans.front().plan.num_gpus(), 6) << "instance does not test the cap";
+  request.constraints.min_gpus = 3;
+  request.constraints.max_gpus = 6;
+  expect_near_oracle(request, world);
+  for (const RankedPlan& ranked : search_plans(request, world.context()).plans) {
+    EXPECT_GE(ranked.plan.num_gpus(), 3);
+    EXPECT_LE(ranked.plan.num_gpus(), 6);
+  }
+}
+
+TEST(SearchTest, UniformTpEqualsTheBestSingleTpSearch) {
+  // One TP for all stages = the best of the searches restricted to one TP degree each.
+  World world;
+  SearchRequest request =
+      request_for(small_llama(), 32, {pool("A100-40", 4, 4), pool("V100-16", 8, 4)});
+  request.options.uniform_tp = true;
+  const SearchResult uniform = search_plans(request, world.context());
+  ASSERT_FALSE(uniform.plans.empty()) << uniform.failure;
+  double best_single = 0;
+  for (int tp : request.options.tp_degrees) {
+    SearchRequest one = request;
+    one.options.uniform_tp = false;
+    one.options.tp_degrees = {tp};
+    const SearchResult single = search_plans(one, world.context());
+    if (!single.plans.empty())
+      best_single = std::max(best_single, single.plans.front().evaluation.tokens_per_second);
+  }
+  EXPECT_DOUBLE_EQ(uniform.plans.front().evaluation.tokens_per_second, best_single);
+  for (const RankedPlan& ranked : uniform.plans)
+    for (const Stage& stage : ranked.plan.stages) EXPECT_EQ(stage.tp, ranked.plan.stages.front().tp);
+  expect_guarantees(request, uniform, world.context());
+}
+
 TEST(SearchTest, MinCostWithThroughputFloorMatchesExhaustive) {
   World world;
   SearchRequest request = request_for(small_llama(), 32, {pool("A100-40", 8, 4)});

@@ -1,6 +1,7 @@
 // Online profiling: measured per-stage times folded into the cost model and the scale table.
 #include <gtest/gtest.h>
 
+#include "common/progress_line.h"
 #include "scaler/online_profile.h"
 #include "test_models.h"
 
@@ -84,4 +85,20 @@ TEST(ScalerOnlineProfile, BadMeasurementsAreOneLineErrors) {
   inverted.min_ratio = 3;
   inverted.max_ratio = 2;
   EXPECT_NE(fold_measured_stage_times(m, {1, 2, 1, 1}, {stage(0, 1, 1)}, {}, inverted).error, "");
+}
+
+// The worker's step line (common/progress_line.h) is what the fold reads.
+TEST(ScalerOnlineProfile, ReadsTheWorkersStepProgressLine) {
+  flotilla::StepProgress written;
+  written.stage = 1;
+  written.forward_seconds = {0.25, 0.5};
+  written.backward_seconds = {0.75, 1.0};
+  std::string error;
+  auto m = stage_measurement_from_progress_line(flotilla::format_step_line(written), &error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->stage, 1);
+  EXPECT_EQ(m->forward_seconds, written.forward_seconds);
+  EXPECT_EQ(m->backward_seconds, written.backward_seconds);
+  EXPECT_FALSE(stage_measurement_from_progress_line(R"({"event":"checkpoint","step":2})", &error));
+  EXPECT_NE(error.find("not a step event"), std::string::npos) << error;
 }

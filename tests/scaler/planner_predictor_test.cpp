@@ -43,6 +43,13 @@ TEST(ScalerPlannerPredictor, StrictTableFromThePlannerTimeModel) {
     EXPECT_LE(std::fabs(e.speedup - e.modeled_speedup) / e.modeled_speedup, 0.25);
   }
   EXPECT_GE(above, 3);
+  // The planner-backed predictor splits all blocks: each entry covers the 32 layers + 2 once.
+  for (const auto& e : t.entries) {
+    int covered = 0;
+    for (int n : e.blocks_per_stage) covered += n;
+    EXPECT_EQ(covered, 34) << e.config.to_string();
+    EXPECT_EQ(static_cast<int>(e.blocks_per_stage.size()), e.config.pp);
+  }
   // Eq. 5 by hand for PP 2 -> 4 (L = 32 layers, m = 128): (128*16+1)/(128*8+3) = 1.995; the
   // planner's 1F1B with its own costs must land in the same neighbourhood.
   ASSERT_NE(t.find(8), nullptr);

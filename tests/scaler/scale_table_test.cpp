@@ -85,6 +85,36 @@ TEST(ScalerScaleTable, StrictKeepsDpTpCpAndHandComputedSpeedups) {
   }
 }
 
+// Every entry can be launched as it stands: its stages cover the L+2 blocks (embedding, L
+// pipeline layers, head) exactly once, in order, with the layout's TP and the job's GPU type.
+void expect_launchable(const ScaleTable& t, int layers, const std::string& gpu_type) {
+  ASSERT_FALSE(t.entries.empty());
+  for (const auto& e : t.entries) {
+    ASSERT_EQ(static_cast<int>(e.blocks_per_stage.size()), e.config.pp) << e.config.to_string();
+    int covered = 0;
+    for (int n : e.blocks_per_stage) {
+      EXPECT_GE(n, 1) << e.config.to_string();
+      covered += n;
+    }
+    EXPECT_EQ(covered, layers + 2) << e.config.to_string();
+    EXPECT_EQ(e.tp_per_stage, std::vector<int>(e.config.pp, e.config.tp));
+    EXPECT_EQ(e.gpu_type_per_stage, std::vector<std::string>(e.config.pp, gpu_type));
+  }
+}
+
+TEST(ScalerScaleTable, EntriesCarryASplitCoveringEveryBlockOnce) {
+  ScaleTableParams params;
+  params.consistency = Consistency::relaxed;
+  params.gpu_type = "H100-80";
+  const auto r = build_scale_table(uniform_model(), params);
+  ASSERT_TRUE(r.table) << r.error;
+  expect_launchable(*r.table, 8, "H100-80");
+  // By hand: 8 equal layers on 2 stages split 4/4, so blocks are 1+4 | 4+1.
+  const ScaleEntry* initial = r.table->find(2);
+  ASSERT_NE(initial, nullptr);
+  EXPECT_EQ(initial->blocks_per_stage, (std::vector<int>{5, 5}));
+}
+
 TEST(ScalerScaleTable, AHugeCapFactorIsNoCapNotAnOverflow) {
   // uniform_model has 8 layers at pp2: a strict table cannot pass pp8 = 8 GPUs, which is also
   // the default cap (4 x 2), so an unbounded cap gives the default table's entries.

@@ -7,7 +7,7 @@
 #include "tests/worker/runtime_test_support.h"
 #include "worker/model/backend.h"
 #include "worker/runtime/checkpoint.h"
-#include "worker/runtime/process_group.h"
+#include "process/job_lock.h"
 
 namespace flotilla::worker {
 namespace {
@@ -253,7 +253,7 @@ TEST_F(CheckpointErrors, RankWithoutRendezvousEnvironmentSaysWhatIsMissing) {
 
 TEST_F(CheckpointErrors, SecondLauncherOnTheSameJobIsRefused) {
   pid_t holder = 0;
-  auto lock = JobLock::try_acquire(dir_ / "ck", &holder);
+  auto lock = process::JobLock::try_acquire(dir_ / "ck", &holder);
   ASSERT_TRUE(lock.has_value());
   auto r = run("--steps 1");
   EXPECT_EQ(r.exit_code, 2);

@@ -94,21 +94,14 @@ TEST_F(Consistency, SigtermRelaunchUnderANewLayoutLosesNoStep) {
                              (dir_ / "progress.jsonl").string();
   // The first layout runs in the background; relaunch stops it with SIGTERM after 2 steps
   // (24 steps in all, so even a fast machine is still training when the SIGTERM lands).
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c",
-            (worker_binary() + " run --pp 2 --dp 2 " + common + " >/dev/null 2>&1").c_str(),
-            nullptr);
-    ::_exit(127);
-  }
+  process::Child first = start_shell(worker_binary() + " run --pp 2 --dp 2 " + common + " >/dev/null 2>&1");
+  ASSERT_TRUE(first.valid());
   ASSERT_TRUE(wait_until([&] { return count_lines(dir_ / "loss_elastic.txt") >= 2; }));
   auto r = run_command(worker_binary() + " relaunch --pp 3 --dp 1 --partition 0:2,2:3,3:6" +
                        common);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the stopped launcher must exit 0 after its checkpoint";
+  const process::ExitStatus status = first.wait();
+  ASSERT_EQ(status.signal, 0);
+  EXPECT_EQ(status.exit_code, 0) << "the stopped launcher must exit 0 after its checkpoint";
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("stopped launcher"), std::string::npos) << r.output;
   std::string progress = read_file(dir_ / "progress.jsonl");

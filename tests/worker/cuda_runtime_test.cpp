@@ -20,7 +20,7 @@
 
 #include "tests/worker/runtime_test_support.h"
 #include "worker/model/backend.h"
-#include "worker/runtime/process_group.h"
+#include "process/free_port.h"
 
 namespace flotilla::worker {
 namespace {
@@ -135,7 +135,7 @@ TEST_F(CudaRuntime, RanksStartedWithoutTheLauncherAgreeOnTcpWhenSharingAGpu) {
                            (dir_ / "progress_manual.jsonl").string() +
                            " --checkpoint-every 3 --steps 3";
   const std::string env = "CUDA_VISIBLE_DEVICES=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                          std::to_string(pick_free_port());
+                          std::to_string(process::pick_free_port());
   auto r = run_command("(RANK=0 LOCAL_RANK=0 " + env + " " + worker_binary() + args + ") & p0=$!; " +
                        "(RANK=1 LOCAL_RANK=1 " + env + " " + worker_binary() + args + ") & p1=$!; " +
                        "wait $p0; r0=$?; wait $p1; r1=$?; exit $((r0 | r1))");

@@ -6,13 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "process/spawn.h"
 #include "tests/worker/runtime_test_support.h"
 
 namespace flotilla::worker {
@@ -49,12 +49,8 @@ void kill_rank_mid_checkpoint(int victim_rank) {
   const std::string cmd = "FLOTILLA_TEST_CKPT_PAUSE=4:1:60000 exec " + worker_binary() + " run" +
                           job("elastic") + " --progress " + progress.string() + " >" +
                           (dir / "first.log").string() + " 2>&1";
-  pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
+  process::Child launcher = start_shell(cmd);
+  ASSERT_TRUE(launcher.valid());
   const fs::path partial = dir / "ck_elastic" / "step_00000004";
   ASSERT_TRUE(wait_until([&] {
     return fs::exists(partial / "unit_0000.bin") && fs::exists(partial / "unit_0003.bin");
@@ -62,10 +58,9 @@ void kill_rank_mid_checkpoint(int victim_rank) {
   auto pids = rank_pids(progress);
   ASSERT_EQ(pids.size(), 2U);
   ASSERT_EQ(::kill(pids[victim_rank], SIGKILL), 0);
-  int status = 0;
-  ::waitpid(launcher, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const process::ExitStatus status = launcher.wait();
+  ASSERT_EQ(status.signal, 0);
+  EXPECT_EQ(status.exit_code, 1);
   std::string first_log = read_file(dir / "first.log");
   EXPECT_NE(first_log.find("rank " + std::to_string(victim_rank) + " failed"), std::string::npos)
       << first_log;
@@ -82,14 +77,7 @@ void kill_rank_mid_checkpoint(int victim_rank) {
   EXPECT_EQ(read_file(dir / "loss_elastic.txt"), read_file(dir / "loss_base.txt"));
 }
 
-pid_t start_launcher(const std::string& command) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
-    ::_exit(127);
-  }
-  return pid;
-}
+process::Child start_launcher(const std::string& command) { return start_shell("exec " + command); }
 
 // Highest step of a progress event `event` written by `rank`, or -1.
 std::int64_t last_event_step(const fs::path& progress, const std::string& event, int rank) {
@@ -106,14 +94,13 @@ std::int64_t last_event_step(const fs::path& progress, const std::string& event,
 
 // Sends `signal` to rank `victim` and waits for the launcher; returns its exit code (-1 when
 // it did not exit normally) and the seconds from the signal to its exit.
-std::pair<int, double> signal_rank_and_wait(pid_t launcher, pid_t victim, int signal) {
+std::pair<int, double> signal_rank_and_wait(process::Child& launcher, pid_t victim, int signal) {
   if (::kill(victim, signal) != 0) return {-2, 0.0};
   const auto sent = std::chrono::steady_clock::now();
-  int status = 0;
-  ::waitpid(launcher, &status, 0);
+  const process::ExitStatus status = launcher.wait();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, seconds};
+  return {status.signal == 0 && !status.unknown ? status.exit_code : -1, seconds};
 }
 
 // A hung rank (SIGSTOP: alive, connections open, never answers) must not stall the job: its
@@ -123,11 +110,11 @@ TEST(Kill, StoppedRankEndsTheJobWithinTheReceiveTimeout) {
   auto dir = fresh_dir("kill_sigstop");
   auto data = write_text_file(dir);
   const fs::path progress = dir / "progress.jsonl";
-  pid_t launcher = start_launcher(worker_binary() + " run --model small --pp 2 --steps 100000 "
+  process::Child launcher = start_launcher(worker_binary() + " run --model small --pp 2 --steps 100000 "
                                   "--recv-timeout 1.5 --data " + data.string() +
                                   " --checkpoint-dir " + (dir / "ck").string() + " --progress " +
                                   progress.string() + " >" + (dir / "run.log").string() + " 2>&1");
-  ASSERT_GT(launcher, 0);
+  ASSERT_GT(launcher.pid(), 0);
   ASSERT_TRUE(wait_until([&] { return last_event_step(progress, "step", 1) >= 1; }))
       << read_file(dir / "run.log");
   auto pids = rank_pids(progress);
@@ -160,9 +147,9 @@ TEST(Kill, SigkillOfANonWritingRankMidTrainingStopsThePeersAndARestartResumes) {
   ASSERT_EQ(run_command(worker_binary() + " run" + job("base")).exit_code, 0);
 
   const fs::path progress = dir / "progress.jsonl";
-  pid_t launcher = start_launcher(worker_binary() + " run" + job("elastic") + " --progress " +
+  process::Child launcher = start_launcher(worker_binary() + " run" + job("elastic") + " --progress " +
                                   progress.string() + " >" + (dir / "run.log").string() + " 2>&1");
-  ASSERT_GT(launcher, 0);
+  ASSERT_GT(launcher.pid(), 0);
   ASSERT_TRUE(wait_until([&] { return last_event_step(progress, "checkpoint", 0) >= 2; }))
       << read_file(dir / "run.log");
   auto pids = rank_pids(progress);

@@ -19,7 +19,7 @@
 #include "worker/runtime/job_options.h"
 #include "worker/runtime/layout.h"
 #include "worker/runtime/pipeline_schedule.h"
-#include "worker/runtime/process_group.h"
+#include "process/free_port.h"
 #include "worker/runtime/run_summary.h"
 #include "worker/runtime/tcp_transport.h"
 
@@ -273,7 +273,7 @@ TEST(RuntimeTransport, MeshWorksThroughANonLoopbackAddress) {
 
 void exchange_on_mesh(const std::string& master_addr) {
   const int world = 3;
-  const int port = pick_free_port();
+  const int port = process::pick_free_port();
   const std::size_t n = 1 << 21;  // 8 MiB: far beyond socket buffers
   std::vector<std::string> errors(world);
   std::vector<std::thread> threads;
@@ -318,7 +318,7 @@ void exchange_on_mesh(const std::string& master_addr) {
 // A peer that stays connected but never sends: recv gives up after recv_timeout with one line
 // naming the peer and the awaited message; a peer that goes away is named at once.
 TEST(RuntimeTransport, SilentPeerTimesOutAndClosedPeerIsNamed) {
-  const int port = pick_free_port();
+  const int port = process::pick_free_port();
   std::string error_silent, error_closed;
   double waited_s = 0;
   std::thread peer([&] {
@@ -366,7 +366,7 @@ TEST(RuntimeTransport, SilentPeerTimesOutAndClosedPeerIsNamed) {
 // A rank that never shows up: rank 0 gives up after connect_timeout, and so does a rank
 // whose rank 0 never listens, each with one line saying what it waited for.
 TEST(RuntimeTransport, RendezvousWithAMissingRankTimesOut) {
-  RendezvousConfig lonely{0, 2, "127.0.0.1", pick_free_port()};
+  RendezvousConfig lonely{0, 2, "127.0.0.1", process::pick_free_port()};
   lonely.connect_timeout = std::chrono::milliseconds(300);
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -378,7 +378,7 @@ TEST(RuntimeTransport, RendezvousWithAMissingRankTimesOut) {
               std::string::npos)
         << e.what();
   }
-  RendezvousConfig orphan{1, 2, "127.0.0.1", pick_free_port()};
+  RendezvousConfig orphan{1, 2, "127.0.0.1", process::pick_free_port()};
   orphan.connect_timeout = std::chrono::milliseconds(300);
   try {
     TcpTransport::connect(orphan);

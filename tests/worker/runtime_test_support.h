@@ -13,7 +13,19 @@
 #include <string>
 #include <thread>
 
+#include "process/spawn.h"
+
 namespace flotilla::worker::testing {
+
+// `sh -c command` in the background, in our process group like a job started from a shell.
+// The Child (process/child.h) kills and reaps it if a test returns before waiting for it.
+inline process::Child start_shell(const std::string& command) {
+  process::SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", command};
+  options.isolation = process::Isolation::kNone;
+  return process::spawn(options);
+}
+
 
 inline std::string worker_binary() {
   return std::string(FLOTILLA_BINARY_DIR) + "/worker/flotilla-worker";

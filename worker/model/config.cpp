@@ -1,5 +1,7 @@
 #include "worker/model/config.h"
 
+#include "common/reference_models.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,14 +40,18 @@ std::string validate(const GPTConfig& c) {
 }
 
 std::optional<GPTConfig> gpt_preset(std::string_view name) {
-  if (name == "tiny") return GPTConfig{.num_layers = 2, .hidden = 32, .heads = 2, .seq_len = 32};
-  if (name == "small") return GPTConfig{.num_layers = 4, .hidden = 64, .heads = 4, .seq_len = 64};
-  if (name == "gpt-125m")
-    return GPTConfig{.num_layers = 12, .hidden = 768, .heads = 12, .seq_len = 1024, .vocab = 32000};
+  for (const ReferenceModelShape& m : kReferenceModels)
+    if (m.name == name)
+      return GPTConfig{
+          .num_layers = m.num_layers, .hidden = m.hidden, .heads = m.heads, .seq_len = m.seq_len, .vocab = m.vocab};
   return std::nullopt;
 }
 
-std::vector<std::string> gpt_preset_names() { return {"tiny", "small", "gpt-125m"}; }
+std::vector<std::string> gpt_preset_names() {
+  std::vector<std::string> names;
+  for (const ReferenceModelShape& m : kReferenceModels) names.emplace_back(m.name);
+  return names;
+}
 
 float learning_rate(const TrainConfig& train, std::int64_t step) {
   if (train.warmup_steps > 0 && step < train.warmup_steps)

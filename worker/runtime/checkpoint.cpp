@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "worker/runtime/crc32.h"
-#include "worker/runtime/process_group.h"
+#include "process/stop_flag.h"
 
 namespace fs = std::filesystem;
 
@@ -70,23 +70,7 @@ std::span<const std::uint8_t> as_bytes_span(const T* p, std::size_t count) {
   return {reinterpret_cast<const std::uint8_t*>(p), count * sizeof(T)};
 }
 
-std::optional<std::int64_t> parse_step_folder(const std::string& name) {
-  if (name.size() != 13 || name.rfind("step_", 0) != 0) return std::nullopt;
-  std::int64_t step = 0;
-  for (std::size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
-}
-
 }  // namespace
-
-fs::path step_folder(const fs::path& root, std::int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step_%08lld", static_cast<long long>(step));
-  return root / name;
-}
 
 UnitFileInfo write_unit_file(const fs::path& folder, int unit, std::span<const float> params,
                              std::span<const float> m, std::span<const float> v) {
@@ -130,31 +114,6 @@ void write_meta_and_done(const fs::path& folder, const std::string& meta_json) {
   write_atomic(folder, "DONE", done);
   fsync_path(folder, true);
   fsync_path(folder.parent_path(), true);
-}
-
-bool is_complete(const fs::path& folder) { return fs::exists(folder / "DONE"); }
-
-std::optional<CheckpointRef> find_latest_complete(const fs::path& root) {
-  std::optional<CheckpointRef> best;
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return best;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    auto step = parse_step_folder(entry.path().filename().string());
-    if (!step || !is_complete(entry.path())) continue;
-    if (!best || *step > best->step) best = CheckpointRef{*step, entry.path()};
-  }
-  return best;
-}
-
-std::string read_meta(const fs::path& folder) {
-  std::ifstream in(folder / "meta.json", std::ios::binary);
-  if (!in)
-    throw std::runtime_error("checkpoint '" + folder.string() +
-                             "' has DONE but no readable meta.json; delete that folder to fall "
-                             "back to the previous checkpoint");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 UnitState read_unit_file(const fs::path& folder, const UnitFileInfo& expected) {
@@ -227,7 +186,7 @@ void maybe_pause_for_test(std::int64_t step, int files_written) {
   if (at_step != step || at_files != files_written) return;
   // Sleeps in slices so a SIGTERM from the launcher (after a peer died) ends the pause early.
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < until && !stop_requested())
+  while (std::chrono::steady_clock::now() < until && !process::stop_requested())
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 

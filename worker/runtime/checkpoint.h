@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/launch/checkpoint_folder.h"  // step_folder, find_latest_complete, read_meta
+
 namespace flotilla::worker {
 
 struct UnitFileInfo {
@@ -40,8 +42,6 @@ struct UnitState {
   std::vector<float> params, m, v;
 };
 
-std::filesystem::path step_folder(const std::filesystem::path& root, std::int64_t step);
-
 // Writes one unit file atomically into `folder` (created if needed).
 UnitFileInfo write_unit_file(const std::filesystem::path& folder, int unit,
                              std::span<const float> params, std::span<const float> m,
@@ -50,17 +50,6 @@ UnitFileInfo write_unit_file(const std::filesystem::path& folder, int unit,
 // Writes meta.json, then DONE, each atomically, and fsyncs the folder. Call once, after every
 // unit file of the step is durable.
 void write_meta_and_done(const std::filesystem::path& folder, const std::string& meta_json);
-
-bool is_complete(const std::filesystem::path& folder);
-
-struct CheckpointRef {
-  std::int64_t step = 0;
-  std::filesystem::path folder;
-};
-// Newest step folder under root that has DONE; nullopt when there is none.
-std::optional<CheckpointRef> find_latest_complete(const std::filesystem::path& root);
-
-std::string read_meta(const std::filesystem::path& folder);
 
 // Reads and verifies one unit file against what meta.json recorded.
 UnitState read_unit_file(const std::filesystem::path& folder, const UnitFileInfo& expected);

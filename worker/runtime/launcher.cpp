@@ -13,6 +13,10 @@
 #include <utility>
 #include <stdexcept>
 
+#include "process/free_port.h"
+#include "process/self_executable.h"
+#include "process/stop_flag.h"
+#include "worker/launch/start_job.h"
 #include "worker/model/backend.h"
 #include "worker/runtime/data_loader.h"
 #include "worker/runtime/gpu_selection.h"
@@ -20,7 +24,6 @@
 #include "worker/runtime/run_summary.h"
 #include "worker/runtime/checkpoint.h"
 #include "worker/runtime/job_options.h"
-#include "worker/runtime/process_group.h"
 #include "worker/runtime/trainer.h"
 
 namespace flotilla::worker {
@@ -116,43 +119,20 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
   for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--loss-log", options.loss_log},
                                    {"--progress", options.progress}})
     if (std::string e = check_output_file(flag, path); !e.empty()) return fail(e, 2);
-  if (mode == "relaunch") {
-    pid_t stopped = 0;
-    bool stopped_in_time = false;
-    try {
-      stopped_in_time = stop_running_job(options.checkpoint_dir, std::chrono::minutes(10), &stopped);
-    } catch (const std::exception& e) {
-      return fail(e.what(), 2);
-    }
-    if (!stopped_in_time)
-      return fail("the running job on '" + options.checkpoint_dir +
-                      "' did not stop within 10 minutes of SIGTERM",
-                  1);
-    if (stopped > 0)
-      std::fprintf(stderr, "flotilla-worker: stopped launcher %d at a checkpoint\n",
-                   static_cast<int>(stopped));
-  }
-  if (std::string e = check_resume_compatibility(options); !e.empty()) return fail(e, 2);
-  pid_t holder = 0;
-  std::optional<JobLock> lock;
-  try {
-    lock = JobLock::try_acquire(options.checkpoint_dir, &holder);
-  } catch (const std::exception& e) {
-    return fail(e.what(), 2);
-  }
-  if (!lock)
-    return fail("another flotilla-worker launcher (pid " + std::to_string(holder) +
-                    ") is running on '" + options.checkpoint_dir +
-                    "'; use `flotilla-worker relaunch` to change its layout",
-                2);
-  install_stop_handlers();
-  std::error_code ignored;
-  std::filesystem::remove(run_summary_path(options.checkpoint_dir), ignored);
-  const auto started = std::chrono::steady_clock::now();
-  ProcessGroup group;
-  try {
-    const std::string exe = self_executable();
-    const std::string port = std::to_string(pick_free_port());
+  // The launch sequence (stop the running job on relaunch, check the checkpoint, lock, spawn)
+  // is worker/launch/start_job.h, shared with the trainer sidecar.
+  std::chrono::steady_clock::time_point started;
+  JobStart request;
+  request.checkpoint_dir = options.checkpoint_dir;
+  request.stop_running_job = mode == "relaunch";
+  request.identity = resume_identity(options);
+  request.spawn = [&](process::ProcessGroup& group) {
+    process::install_stop_handlers();
+    std::error_code ignored;
+    std::filesystem::remove(run_summary_path(options.checkpoint_dir), ignored);
+    started = std::chrono::steady_clock::now();
+    const std::string exe = process::self_executable();
+    const std::string port = std::to_string(process::pick_free_port());
     std::vector<std::string> rank_args = {"rank"};
     auto job_args = to_args(rank_options);
     rank_args.insert(rank_args.end(), job_args.begin(), job_args.end());
@@ -168,9 +148,14 @@ int launcher_main(const std::string& mode, const std::vector<std::string>& args)
           env["CUDA_VISIBLE_DEVICES"] = gpu;
       group.spawn(exe, rank_args, env);
     }
-  } catch (const std::exception& e) {
-    return fail(e.what(), 1);
-  }
+  };
+  request.on_stopped = [](pid_t stopped) {
+    std::fprintf(stderr, "flotilla-worker: stopped launcher %d at a checkpoint\n",
+                 static_cast<int>(stopped));
+  };
+  StartedJob job = start_job(request);
+  if (!job.ok()) return fail(job.error, job.exit_code);
+  process::ProcessGroup& group = *job.group;
   const std::chrono::milliseconds kill_grace(3000);
   auto result = group.wait_all(kill_grace);
   // One line a person (or a sidecar's log scraper) can read: how far this run got, where a
@@ -226,7 +211,7 @@ int rank_main(const std::vector<std::string>& args) {
                                     std::getenv("CUDA_VISIBLE_DEVICES"), 0);
       if (!gpu.empty()) ::setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
     }
-    install_stop_handlers();
+    process::install_stop_handlers();
     return run_rank(options, rz);
   } catch (const OutOfMemoryError& e) {
     // A job that does not fit is a layout problem like any other bad input: exit 2.

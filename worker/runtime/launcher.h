@@ -16,6 +16,9 @@
 //   - Prints one summary line when the ranks have exited (run_summary.h), success or not.
 //   - relaunch: SIGTERMs the launcher that holds the lock (if any), waits for it to finish
 //     its checkpoint and exit, then runs the new layout, which resumes from that checkpoint.
+//   - The sequence (stop, resume check, lock, spawn) is worker/launch/start_job.h, which the
+//     trainer sidecar calls too; this file adds the validation, the ranks' environment and
+//     the summary.
 // Assumes: all ranks on this machine.
 #pragma once
 

@@ -12,9 +12,10 @@
 #include "worker/model/optimizer.h"
 #include "worker/model/stage.h"
 #include "worker/runtime/checkpoint.h"
+#include "common/progress_line.h"
+#include "process/stop_flag.h"
 #include "worker/runtime/nccl_communicator.h"
 #include "worker/runtime/pipeline_schedule.h"
-#include "worker/runtime/process_group.h"
 #include "worker/runtime/progress_log.h"
 #include "worker/runtime/run_summary.h"
 
@@ -76,70 +77,6 @@ json training_json(const JobOptions& o) {
           {"eps", t.eps},
           {"weight_decay", t.weight_decay},
           {"grad_clip", t.grad_clip_norm}};
-}
-
-// One line naming the first field that differs, or "" when equal.
-std::string first_difference(const std::string& section, const json& saved, const json& now) {
-  for (auto it = now.begin(); it != now.end(); ++it) {
-    if (!saved.contains(it.key()))
-      return section + "." + it.key() + " is missing in the checkpoint";
-    if (saved[it.key()] != it.value())
-      return section + "." + it.key() + " is " + saved[it.key()].dump() +
-             " in the checkpoint but " + it.value().dump() + " in this job";
-  }
-  return {};
-}
-
-// The fields resume() reads, with their types: a hand-edited or damaged meta.json is named as
-// such here rather than surfacing as a JSON library exception in a rank.
-std::string meta_structure_error(const json& meta, std::int64_t folder_step,
-                                 const std::filesystem::path& folder) {
-  const std::string corrupt = "checkpoint '" + folder.string() + "' has a corrupt meta.json: ";
-  const std::string fix = "; delete that folder to fall back to the previous one";
-  const auto step = meta.find("step");
-  if (step == meta.end() || !step->is_number_integer() || step->get<std::int64_t>() != folder_step)
-    return corrupt + "\"step\" is " + (step == meta.end() ? "missing" : step->dump()) +
-           ", the folder is step " + std::to_string(folder_step) + fix;
-  const auto units = meta.find("units");
-  if (units == meta.end() || !units->is_array())
-    return corrupt + "\"units\" is not a list of unit files" + fix;
-  for (std::size_t i = 0; i < units->size(); ++i) {
-    const json& u = (*units)[i];
-    const bool ok = u.is_object() && u.contains("unit") && u["unit"].is_number_unsigned() &&
-                    u["unit"].get<std::uint64_t>() == i && u.contains("file") &&
-                    u["file"].is_string() && u.contains("bytes") &&
-                    u["bytes"].is_number_unsigned() && u.contains("crc32") &&
-                    u["crc32"].is_number_unsigned() &&
-                    u["crc32"].get<std::uint64_t>() <= 0xffffffffULL &&
-                    u.contains("param_count") && u["param_count"].is_number_unsigned();
-    if (!ok)
-      return corrupt + "units[" + std::to_string(i) + "] is not {unit: " + std::to_string(i) +
-             ", file, bytes, crc32, param_count}" + fix;
-  }
-  return {};
-}
-
-std::string compatibility_error(const json& meta, const JobOptions& o,
-                                const std::filesystem::path& folder, std::int64_t folder_step) {
-  const std::string fix = "; resume with the same model and batch settings, or start fresh "
-                          "with another --checkpoint-dir";
-  if (!meta.contains("format") || meta["format"] != "flotilla-worker-checkpoint/1")
-    return "checkpoint '" + folder.string() + "' is not a flotilla-worker checkpoint (no \"format\": "
-           "\"flotilla-worker-checkpoint/1\" in meta.json); delete that folder or start fresh with "
-           "another --checkpoint-dir";
-  if (auto e = meta_structure_error(meta, folder_step, folder); !e.empty()) return e;
-  if (auto d = first_difference("model", meta.value("model", json::object()), model_json(o.model));
-      !d.empty())
-    return "checkpoint '" + folder.string() + "' does not match this job: " + d + fix;
-  if (auto d = first_difference("training", meta.value("training", json::object()),
-                                training_json(o));
-      !d.empty())
-    return "checkpoint '" + folder.string() + "' does not match this job: " + d + fix;
-  const json& units = meta.value("units", json::array());
-  if (units.size() != static_cast<std::size_t>(o.model.num_units()))
-    return "checkpoint '" + folder.string() + "' lists " + std::to_string(units.size()) +
-           " unit files, the model has " + std::to_string(o.model.num_units()) + fix;
-  return {};
 }
 
 UnitFileInfo unit_info_from_json(const json& j) {
@@ -323,7 +260,7 @@ void RankRunner::resume() {
     throw std::runtime_error("checkpoint '" + folder.string() + "' has a corrupt meta.json (" +
                              e.what() + "); delete that folder to fall back to the previous one");
   }
-  if (auto e = compatibility_error(meta, o_, folder, step); !e.empty())
+  if (auto e = resume_compatibility_error(meta, resume_identity(o_), folder, step); !e.empty())
     throw std::runtime_error(e);
   for (int u = model_->first_unit(); u < model_->end_unit(); ++u) {
     UnitFileInfo info = unit_info_from_json(meta["units"][static_cast<std::size_t>(u)]);
@@ -499,7 +436,7 @@ void RankRunner::train_step(std::int64_t step) {
 
   // Control round trip: every rank reports its stop flag, the last stages their micro-batch
   // losses, each stage's DP root its per-unit grad sums of squares; rank 0 decides.
-  std::vector<double> control = {stop_requested() ? 1.0 : 0.0};
+  std::vector<double> control = {process::stop_requested() ? 1.0 : 0.0};
   if (is_last_) control.insert(control.end(), losses.begin(), losses.end());
   if (dpi_ == 0) {
     auto sq = model_->grad_sum_squares();
@@ -553,23 +490,23 @@ void RankRunner::train_step(std::int64_t step) {
                       train_seconds_, decision[2]);
   }
   const double step_tokens = static_cast<double>(g_.global_batch) * o_.model.seq_len;
-  progress_->write_line(json{{"event", "step"},
-                             {"rank", rank_},
-                             {"stage", stage_},
-                             {"dp_index", dpi_},
-                             {"step", step},
-                             {"loss", decision[2]},
-                             {"grad_norm", decision[3]},
-                             {"lr", learning_rate(o_.train, step)},
-                             {"tokens_per_s", step_tokens / step_s},
-                             {"step_seconds", step_s},
-                             {"pipeline_seconds", pipeline_s},
-                             {"dp_reduce_seconds", reduce_s},
-                             {"first_global_micro_batch", dpi_ * n_local_},
-                             {"forward_seconds", fwd_s},
-                             {"backward_seconds", bwd_s},
-                             {"time_unix_ms", unix_time_ms()}}
-                            .dump());
+  StepProgress line;
+  line.rank = rank_;
+  line.stage = stage_;
+  line.dp_index = dpi_;
+  line.step = step;
+  line.loss = decision[2];
+  line.grad_norm = decision[3];
+  line.lr = learning_rate(o_.train, step);
+  line.tokens_per_s = step_tokens / step_s;
+  line.step_seconds = step_s;
+  line.pipeline_seconds = pipeline_s;
+  line.dp_reduce_seconds = reduce_s;
+  line.first_global_micro_batch = static_cast<std::int64_t>(dpi_) * n_local_;
+  line.forward_seconds = fwd_s;
+  line.backward_seconds = bwd_s;
+  line.time_unix_ms = unix_time_ms();
+  progress_->write_line(format_step_line(line));
 }
 
 void RankRunner::checkpoint(std::int64_t completed_steps) {
@@ -635,17 +572,8 @@ int run_rank(const JobOptions& options, const RendezvousConfig& rendezvous) {
   return runner.run();
 }
 
-std::string check_resume_compatibility(const JobOptions& options) {
-  auto ref = find_latest_complete(options.checkpoint_dir);
-  if (!ref) return {};
-  json meta;
-  try {
-    meta = json::parse(read_meta(ref->folder));
-  } catch (const std::exception& e) {
-    return "checkpoint '" + ref->folder.string() + "' has a corrupt meta.json (" + e.what() +
-           "); delete that folder to fall back to the previous one";
-  }
-  return compatibility_error(meta, options, ref->folder, ref->step);
+ResumeIdentity resume_identity(const JobOptions& options) {
+  return {model_json(options.model), training_json(options), options.model.num_units()};
 }
 
 }  // namespace flotilla::worker

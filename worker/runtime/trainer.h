@@ -26,6 +26,7 @@
 // Caveats: the CUDA backend runs the same schedule but is not bit-identical to the CPU one.
 #pragma once
 
+#include "worker/launch/resume_check.h"
 #include "worker/runtime/job_options.h"
 #include "worker/runtime/tcp_transport.h"
 
@@ -35,10 +36,8 @@ namespace flotilla::worker {
 // input (data file, checkpoint) or a failed peer.
 int run_rank(const JobOptions& options, const RendezvousConfig& rendezvous);
 
-// Checks that the newest complete checkpoint under options.checkpoint_dir (if any) can resume
-// this job: a well-formed meta.json (its step matches the folder, one typed entry per unit
-// file), same model, batch geometry, seed and optimizer settings. Empty when it can (or
-// when there is none), else one line naming the mismatch and what to do.
-std::string check_resume_compatibility(const JobOptions& options);
+// What a checkpoint of this job must match to resume it: meta.json's "model" and "training"
+// sections as this trainer writes them, and the unit count (worker/launch/resume_check.h).
+ResumeIdentity resume_identity(const JobOptions& options);
 
 }  // namespace flotilla::worker

@@ -1,0 +1,102 @@
+#include "operator/cluster_view.h"
+
+#include <cstdlib>
+
+namespace flotilla::op {
+namespace {
+
+using Json = nlohmann::json;
+
+int quantity(const Json& v) {
+  if (v.is_number_integer()) return v.get<int>();
+  if (v.is_string()) return std::atoi(v.get<std::string>().c_str());
+  return 0;
+}
+
+bool node_healthy(const Json& node) {
+  if (node["metadata"].contains("deletionTimestamp")) return false;
+  if (node.value("/spec/unschedulable"_json_pointer, false)) return false;
+  for (const Json& c : node.value("/status/conditions"_json_pointer, Json::array()))
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  return false;
+}
+
+}  // namespace
+
+int NodeView::held() const {
+  int n = 0;
+  for (const auto& [job, gpus] : held_by_job) n += gpus;
+  return n;
+}
+
+const NodeView* ClusterView::find(const std::string& name) const {
+  for (const NodeView& n : nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+std::map<std::string, int> ClusterView::free_by_type() const {
+  std::map<std::string, int> free;
+  for (const NodeView& n : nodes)
+    if (n.healthy && !n.gpu_type.empty()) free[n.gpu_type] += std::max(0, n.gpus - n.held());
+  return free;
+}
+
+planner::ClusterSpec ClusterView::snapshot_for(const std::string& job_key, bool exclude_own) const {
+  planner::ClusterSpec spec;
+  for (const NodeView& n : nodes) {
+    if (!n.healthy || n.gpu_type.empty()) continue;
+    int free = n.gpus - n.held();
+    if (!exclude_own)
+      if (auto it = n.held_by_job.find(job_key); it != n.held_by_job.end()) free += it->second;
+    if (free <= 0) continue;
+    spec.nodes.push_back({n.name, n.gpu_type, free, n.zone, n.zone});
+  }
+  return spec;
+}
+
+int pod_gpus(const Json& pod) {
+  int total = 0;
+  for (const Json& c : pod.value("/spec/containers"_json_pointer, Json::array())) {
+    const Json res = c.value("resources", Json::object());
+    Json v = res.value("limits", Json::object()).value("nvidia.com/gpu", Json());
+    if (v.is_null()) v = res.value("requests", Json::object()).value("nvidia.com/gpu", Json());
+    total += quantity(v);
+  }
+  return total;
+}
+
+bool pod_terminal(const Json& pod) {
+  const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+ClusterView build_cluster_view(const std::vector<Json>& nodes, const std::vector<Json>& pods,
+                               const planner::GpuCatalog& catalog, const std::string& job_label) {
+  ClusterView view;
+  for (const Json& node : nodes) {
+    NodeView n;
+    n.name = node["metadata"].value("name", "");
+    const Json labels = node["metadata"].value("labels", Json::object());
+    const std::string product = labels.value("nvidia.com/gpu.product", "");
+    if (const planner::GpuType* t = catalog.find(product); t != nullptr && !product.empty()) n.gpu_type = t->name;
+    n.zone = labels.value("topology.kubernetes.io/zone", "default");
+    n.gpus =
+        quantity(node.value("/status/allocatable"_json_pointer, Json::object()).value("nvidia.com/gpu", Json("0")));
+    n.healthy = node_healthy(node);
+    view.nodes.push_back(std::move(n));
+  }
+  for (const Json& pod : pods) {
+    const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+    if (node.empty() || pod_terminal(pod)) continue;
+    const int gpus = pod_gpus(pod);
+    if (gpus == 0) continue;
+    const std::string label = pod["metadata"].value("labels", Json::object()).value(job_label, "");
+    const std::string job = label.empty() ? "" : pod["metadata"].value("namespace", "default") + "/" + label;
+    for (NodeView& n : view.nodes)
+      if (n.name == node) n.held_by_job[job] += gpus;
+  }
+  return view;
+}
+
+}  // namespace flotilla::op

@@ -1,0 +1,50 @@
+// The cluster as one reconcile sees it: GPU nodes (type, zone, capacity, health) and the GPUs
+// every pod holds, built from the informer caches' Node and Pod objects.
+//
+// Guarantees: pure. A node counts as healthy when its Ready condition is True and it is not
+//   being deleted or cordoned; its GPU type is the catalog's canonical name for the
+//   `nvidia.com/gpu.product` label (aliases and case folded), or "" when unknown. A pod holds
+//   its `nvidia.com/gpu` limit (else request) on its node until it is Succeeded or Failed.
+// Assumes: one GPU type per node (true of every cloud instance type).
+// Caveats: GPUs of a pod being deleted stay held until the pod is gone (the kubelet's view).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/cluster.h"
+#include "planner/gpu_catalog.h"
+
+namespace flotilla::op {
+
+struct NodeView {
+  std::string name;
+  std::string gpu_type;  // catalog name; "" when the label names no catalog type
+  std::string zone;
+  int gpus = 0;  // allocatable
+  bool healthy = false;
+  std::map<std::string, int> held_by_job;  // "<ns>/<job label>" ("" for pods of no job) -> GPUs
+  int held() const;
+};
+
+struct ClusterView {
+  std::vector<NodeView> nodes;
+  const NodeView* find(const std::string& name) const;
+  // Free GPUs by type on healthy nodes (what no pod holds).
+  std::map<std::string, int> free_by_type() const;
+  // The planner's snapshot for one job: healthy nodes of known type with the GPUs free to it,
+  // i.e. not held by other jobs' pods; the job's own pods' GPUs count as free unless
+  // `exclude_own` is set.
+  planner::ClusterSpec snapshot_for(const std::string& job_key, bool exclude_own = false) const;
+};
+
+int pod_gpus(const nlohmann::json& pod);
+bool pod_terminal(const nlohmann::json& pod);
+
+ClusterView build_cluster_view(const std::vector<nlohmann::json>& nodes, const std::vector<nlohmann::json>& pods,
+                               const planner::GpuCatalog& catalog, const std::string& job_label);
+
+}  // namespace flotilla::op

@@ -1,0 +1,221 @@
+#include "operator/job_plan.h"
+
+#include <algorithm>
+#include <map>
+
+namespace flotilla::op {
+namespace {
+
+using Json = nlohmann::json;
+
+planner::PlaceRequest place_request(const JobSpec& spec, const PlanConstraints& limits) {
+  planner::PlaceRequest request;
+  if (spec.model_spec) {
+    planner::ModelSpec m;
+    m.name = spec.model;
+    m.family = planner::ModelFamily::kGpt;
+    m.num_layers = spec.model_spec->num_layers;
+    m.hidden = spec.model_spec->hidden;
+    m.heads = spec.model_spec->heads;
+    m.head_dim = m.hidden / m.heads;
+    m.ffn_hidden = spec.model_spec->ffn_hidden > 0 ? spec.model_spec->ffn_hidden : 4 * m.hidden;
+    m.vocab = spec.model_spec->vocab_size;
+    m.seq_len = spec.model_spec->seq_len;
+    m.max_position_embeddings = m.seq_len;
+    m.tied_embeddings = false;
+    request.model = m;
+  }
+  request.model_name = spec.model;
+  request.global_batch_size = spec.global_batch_size;
+  request.objective = spec.objective_cost ? planner::Objective::kMinCost : planner::Objective::kMaxThroughput;
+  request.allowed_gpu_types = spec.gpu_types;
+  request.min_gpus = limits.min_gpus;
+  request.max_gpus = limits.max_gpus;
+  request.worker = spec.worker_kind == WorkerKind::kFlotilla ? planner::reference_worker_constraints()
+                                                             : planner::megatron_constraints();
+  if (limits.micro_batch_size) request.worker.micro_batch_sizes = {*limits.micro_batch_size};
+  if (limits.dp) request.worker.dp_degrees = {*limits.dp};
+  // spec.budget is per hour; the search bounds USD per iteration, which depends on the plan's
+  // speed, so plan_job() checks the budget on the chosen plan instead.
+  return request;
+}
+
+// rank = replica x PP + stage (worker/runtime/layout.h); one pod per node.
+void assign_pods(const std::string& job, const planner::PlaceResult& placed, JobPlan& out) {
+  const planner::Plan& plan = placed.plan().plan;
+  std::map<std::string, PlanPod> by_node;
+  for (const planner::GroupPlacement& g : placed.placement) {
+    PlanPod& pod = by_node[g.node];
+    pod.node = g.node;
+    pod.gpu_type = plan.stages[g.stage].replicas[g.replica].gpu_type;
+    pod.gpus += g.gpus;
+    pod.ranks.push_back(g.replica * plan.num_stages() + g.stage);
+  }
+  for (auto& [node, pod] : by_node) {
+    std::sort(pod.ranks.begin(), pod.ranks.end());
+    pod.name = pod_name(job, node, pod.gpus);
+    if (pod.ranks.front() == 0) out.rendezvous_pod = pod.name;
+    out.pods.push_back(pod);
+  }
+  for (const planner::GroupPlacement& g : placed.placement) {
+    std::vector<std::string>& names = out.stages[g.stage].pods;
+    const std::string name = pod_name(job, g.node, by_node[g.node].gpus);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+}
+
+JobPlan to_job_plan(const JobSpec& spec, const planner::PlaceResult& placed, const PlanConstraints& limits,
+                    std::int64_t epoch) {
+  const planner::RankedPlan& ranked = placed.plan();
+  const planner::Plan& plan = ranked.plan;
+  JobPlan out;
+  out.epoch = epoch;
+  out.gpus = plan.num_gpus();
+  out.pp = plan.num_stages();
+  out.dp = plan.dp();
+  out.tp = plan.stages.front().tp;
+  out.micro_batch_size = plan.micro_batch_size;
+  out.micro_batches = plan.num_micro_batches();
+  out.virtual_shards = limits.virtual_shards.value_or(spec.global_batch_size / plan.micro_batch_size);
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const planner::Stage& st = plan.stages[s];
+    out.partition += (s ? "," : "") + std::to_string(st.first_block) + ":" + std::to_string(st.last_block);
+    PlanStage ps;
+    ps.gpu_type = st.replicas.front().gpu_type;
+    ps.tp = st.tp;
+    ps.first_block = st.first_block;
+    ps.last_block = st.last_block - 1;
+    if (s < ranked.evaluation.stages.size()) ps.predicted_peak_bytes = ranked.evaluation.stages[s].peak_bytes;
+    out.stages.push_back(ps);
+  }
+  out.iteration_seconds = ranked.evaluation.iter_seconds;
+  out.tokens_per_second = ranked.evaluation.tokens_per_second;
+  if (ranked.evaluation.iter_seconds > 0)
+    out.usd_per_hour = ranked.evaluation.usd_per_iteration * 3600.0 / ranked.evaluation.iter_seconds;
+  assign_pods(spec.name, placed, out);
+  return out;
+}
+
+}  // namespace
+
+std::string JobPlan::summary() const {
+  return "PP" + std::to_string(pp) + "\u00b7DP" + std::to_string(dp) + "\u00b7TP" + std::to_string(tp);
+}
+
+Json JobPlan::to_status() const {
+  Json stages_json = Json::array();
+  for (const PlanStage& s : stages)
+    stages_json.push_back({{"gpuType", s.gpu_type},
+                           {"tp", s.tp},
+                           {"firstLayer", s.first_block},
+                           {"lastLayer", s.last_block},
+                           {"pods", s.pods},
+                           {"predictedPeakBytes", s.predicted_peak_bytes}});
+  Json pods_json = Json::array();
+  for (const PlanPod& p : pods)
+    pods_json.push_back(
+        {{"name", p.name}, {"node", p.node}, {"gpuType", p.gpu_type}, {"gpus", p.gpus}, {"ranks", p.ranks}});
+  return {{"epoch", epoch},
+          {"summary", summary()},
+          {"gpus", gpus},
+          {"pp", pp},
+          {"dp", dp},
+          {"tp", tp},
+          {"microBatchSize", micro_batch_size},
+          {"microBatches", micro_batches},
+          {"virtualShards", virtual_shards},
+          {"partition", partition},
+          {"rendezvousPod", rendezvous_pod},
+          {"stages", stages_json},
+          {"pods", pods_json},
+          {"predicted",
+           {{"iterationSeconds", iteration_seconds},
+            {"tokensPerSecond", tokens_per_second},
+            {"usdPerHour", usd_per_hour}}}};
+}
+
+std::optional<JobPlan> JobPlan::from_status(const Json& j) {
+  if (!j.is_object() || !j.contains("epoch") || !j.contains("pods")) return std::nullopt;
+  try {
+    JobPlan p;
+    p.epoch = j.at("epoch").get<std::int64_t>();
+    p.gpus = j.value("gpus", 0);
+    p.pp = j.value("pp", 1);
+    p.dp = j.value("dp", 1);
+    p.tp = j.value("tp", 1);
+    p.micro_batch_size = j.value("microBatchSize", 1);
+    p.micro_batches = j.value("microBatches", 1);
+    p.virtual_shards = j.value("virtualShards", 1);
+    p.partition = j.value("partition", "");
+    p.rendezvous_pod = j.value("rendezvousPod", "");
+    for (const Json& s : j.value("stages", Json::array()))
+      p.stages.push_back({s.value("gpuType", ""), s.value("tp", 1), s.value("firstLayer", 0), s.value("lastLayer", 0),
+                          s.value("pods", std::vector<std::string>{}), s.value("predictedPeakBytes", std::int64_t{0})});
+    for (const Json& pod : j.at("pods"))
+      p.pods.push_back({pod.value("name", ""), pod.value("node", ""), pod.value("gpuType", ""), pod.value("gpus", 0),
+                        pod.value("ranks", std::vector<int>{})});
+    const Json predicted = j.value("predicted", Json::object());
+    p.iteration_seconds = predicted.value("iterationSeconds", 0.0);
+    p.tokens_per_second = predicted.value("tokensPerSecond", 0.0);
+    p.usd_per_hour = predicted.value("usdPerHour", 0.0);
+    return p;
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  }
+}
+
+PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, const PlanConstraints& limits,
+                     const planner::EvalContext& context, std::int64_t epoch) {
+  PlanOutcome outcome;
+  planner::PlaceRequest request = place_request(spec, limits);
+  const planner::PlaceResult placed = planner::plan_and_place(request, cluster, context);
+  if (!placed.ok()) {
+    outcome.failure = placed.failure;
+    outcome.reason = planner::to_string(placed.failure);
+    outcome.message = placed.message;
+    return outcome;
+  }
+  JobPlan plan = to_job_plan(spec, placed, limits, epoch);
+  if (spec.max_usd_per_hour && plan.usd_per_hour > *spec.max_usd_per_hour) {
+    outcome.failure = planner::PlaceFailure::kConstraintsUnmet;
+    outcome.reason = "OverBudget";
+    outcome.message = "the best plan costs " + std::to_string(plan.usd_per_hour) +
+                      " USD/h, over spec.budget.maxUsdPerHour " + std::to_string(*spec.max_usd_per_hour) +
+                      "; raise the budget or allow cheaper GPU types";
+    return outcome;
+  }
+  outcome.plan = std::move(plan);
+  return outcome;
+}
+
+PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& pod, std::int64_t barrier) {
+  PodPlan p;
+  p.job = spec.key();
+  p.epoch = plan.epoch;
+  p.barrier = barrier;
+  p.worker_kind = spec.worker_kind == WorkerKind::kFlotilla ? "flotilla" : "megatron";
+  p.model = spec.model;
+  p.seed = spec.seed;
+  p.global_batch_size = spec.global_batch_size;
+  p.micro_batch_size = plan.micro_batch_size;
+  p.virtual_shards = plan.virtual_shards;
+  p.train_steps = spec.train_steps;
+  p.world_size = plan.pp * plan.dp * plan.tp;
+  p.pp = plan.pp;
+  p.dp = plan.dp;
+  p.tp = plan.tp;
+  p.partition = plan.partition;
+  p.data_path = spec.worker_data;
+  p.checkpoint_dir = spec.checkpoint_path;
+  p.checkpoint_every_steps = spec.checkpoint_interval_steps;
+  p.loss_log = spec.checkpoint_path + "/loss.log";
+  p.ranks = pod.ranks;
+  p.rendezvous_pod = plan.rendezvous_pod;
+  return p;
+}
+
+std::string pod_name(const std::string& job, const std::string& node, int gpus) {
+  return job + "-" + node + "-g" + std::to_string(gpus);
+}
+
+}  // namespace flotilla::op

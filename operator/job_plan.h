@@ -1,0 +1,92 @@
+// A TrainingJob's plan, from the planner's placed plan to what the operator writes: the status
+// `plan` block, one pod per node share, and each pod's `flotilla.io/plan` annotation.
+//
+// Guarantees: pure and deterministic. plan_job() asks plan_and_place() (planner/plan_and_place.h)
+//   for the best placed plan within [min_gpus, max_gpus] on the snapshot, under the worker
+//   kind's limits (reference worker: TP 1; Megatron-LM: one TP) and the job's fixed geometry
+//   (micro-batch size and virtual shards once the job has run, and its DP under strict
+//   elasticity), so a rescale never changes what the loss depends on. Every (stage, replica)
+//   becomes one global rank in the reference worker's numbering (rank = replica x PP + stage);
+//   a node's ranks form one pod named <job>-<node>-g<GPUs> (a pod's GPU count cannot change,
+//   so another count is another pod). On failure: the planner's typed reason and one line with
+//   the smallest change that fits.
+// Assumes: TP 1 for the reference worker (its only kind that runs here end to end).
+// Caveats: to_status()/from_status() round-trip every field the operator reads back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/pod_plan.h"
+#include "operator/job_spec.h"
+#include "planner/plan_and_place.h"
+
+namespace flotilla::op {
+
+struct PlanPod {
+  std::string name;
+  std::string node;
+  std::string gpu_type;
+  int gpus = 0;
+  std::vector<int> ranks;  // ascending global ranks
+};
+
+struct PlanStage {
+  std::string gpu_type;
+  int tp = 1;
+  int first_block = 0;
+  int last_block = 0;  // inclusive, as status.plan.stages[].lastLayer says
+  std::vector<std::string> pods;
+  std::int64_t predicted_peak_bytes = 0;
+};
+
+struct JobPlan {
+  std::int64_t epoch = 0;
+  int gpus = 0;
+  int pp = 1;
+  int dp = 1;
+  int tp = 1;
+  int micro_batch_size = 1;
+  int micro_batches = 1;
+  int virtual_shards = 1;
+  std::string partition;  // "0:2,2:6": the worker's units per stage
+  std::vector<PlanStage> stages;
+  std::vector<PlanPod> pods;
+  std::string rendezvous_pod;  // the pod holding global rank 0
+  double iteration_seconds = 0;
+  double tokens_per_second = 0;
+  double usd_per_hour = 0;
+
+  std::string summary() const;  // "PP3·DP2·TP1"
+  nlohmann::json to_status() const;
+  static std::optional<JobPlan> from_status(const nlohmann::json& plan);
+};
+
+struct PlanConstraints {
+  int min_gpus = 1;
+  int max_gpus = 0;                     // 0: no cap
+  std::optional<int> micro_batch_size;  // fixed after the first plan
+  std::optional<int> dp;                // fixed under strict elasticity
+  std::optional<int> virtual_shards;    // fixed after the first plan
+};
+
+struct PlanOutcome {
+  std::optional<JobPlan> plan;
+  planner::PlaceFailure failure = planner::PlaceFailure::kNone;
+  std::string reason;   // CamelCase, for conditions
+  std::string message;  // one line, with the smallest change that fits when there is one
+};
+
+PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, const PlanConstraints& limits,
+                     const planner::EvalContext& context, std::int64_t epoch);
+
+// What one pod runs under `plan` (barrier: the epoch its workers may start from).
+PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& pod, std::int64_t barrier);
+
+std::string pod_name(const std::string& job, const std::string& node, int gpus);
+
+}  // namespace flotilla::op

@@ -1,0 +1,358 @@
+#include "operator/job_reconciler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace flotilla::op {
+namespace {
+
+using Json = nlohmann::json;
+
+bool live(const PodObservation& p, const ClusterView& cluster) {
+  if (p.deleting || p.phase == "Failed") return false;
+  const NodeView* node = cluster.find(p.node);
+  return p.node.empty() || (node != nullptr && node->healthy);
+}
+
+const PodObservation* find_pod(const JobObservation& job, const std::string& name) {
+  for (const PodObservation& p : job.pods)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+bool report_is(const PodObservation* p, std::int64_t epoch, std::initializer_list<PodState> states) {
+  if (p == nullptr || !p->report || p->report->epoch != epoch) return false;
+  return std::find(states.begin(), states.end(), p->report->state) != states.end();
+}
+
+void write_decision(Json& status, const scaler::AllocatorDecision& d, std::int64_t epoch, const std::string& now) {
+  Json last = {{"action", scaler::to_string(d.action)}, {"reason", d.reason}, {"time", now}, {"epoch", epoch}};
+  if (d.benefit) {
+    last["arrivalRatePerSecond"] = d.benefit->arrival_rate_per_s;
+    last["speedup"] = d.benefit->speedup;
+    last["overheadSeconds"] = d.benefit->overhead_s;
+    last["requiredIdleSeconds"] = std::isfinite(d.benefit->required_idle_s) ? d.benefit->required_idle_s : -1.0;
+    last["probability"] = d.benefit->probability;
+    last["threshold"] = d.benefit->threshold_probability;
+  }
+  status["lastDecision"] = last;
+}
+
+// Progress from the pods' reports for the current epoch (or any epoch, for the step).
+void fold_progress(const JobObservation& job, Json& status) {
+  Json progress = status.value("progress", Json::object());
+  std::int64_t step = progress.value("step", std::int64_t{0});
+  std::int64_t checkpoint = progress.value("lastCheckpointStep", std::int64_t{-1});
+  for (const PodObservation& p : job.pods) {
+    if (!p.report) continue;
+    const PodReport& r = *p.report;
+    if (r.step >= step && r.step > 0) {
+      step = r.step;
+      progress["loss"] = r.loss;
+      if (r.tokens_per_second > 0) progress["tokensPerSecond"] = r.tokens_per_second;
+    }
+    checkpoint = std::max(checkpoint, r.last_checkpoint_step);
+  }
+  progress["step"] = step;
+  progress["lastCheckpointStep"] = checkpoint;
+  status["progress"] = progress;
+}
+
+struct Context {
+  const JobObservation& job;
+  const planner::EvalContext& eval;
+  Json status;
+  JobActions actions;
+};
+
+void phase(Context& c, const std::string& p) { c.status["phase"] = p; }
+void condition(Context& c, const std::string& type, bool v, const std::string& reason, const std::string& message) {
+  set_condition(c.status, type, v, reason, message, c.job.spec.generation, c.job.now);
+}
+void event(Context& c, const std::string& type, const std::string& reason, const std::string& message) {
+  c.actions.events.push_back({type, reason, message});
+}
+
+// A new pod is created only once its node has the GPUs free (the kubelet refuses a pod that does
+// not fit, e.g. while the job's old pod there still terminates); the deletion's watch event
+// reconciles again and creates it then.
+struct NodeRoom {
+  const ClusterView& cluster;
+  std::map<std::string, int> taken;
+  bool take(const PlanPod& pod) {
+    const NodeView* node = cluster.find(pod.node);
+    if (node == nullptr || !node->healthy) return false;
+    if (node->gpus - node->held() - taken[pod.node] < pod.gpus) return false;
+    taken[pod.node] += pod.gpus;
+    return true;
+  }
+};
+
+// Deletes every pod of the job that is not already going.
+void delete_all_pods(Context& c) {
+  for (const PodObservation& p : c.job.pods)
+    if (!p.deleting && p.phase != "Succeeded") c.actions.remove.push_back(p.name);
+}
+
+// Turns a new plan into pod actions: keep same-name live pods (re-annotated), delete the rest,
+// create what is missing. `barrier` is the epoch the new workers may start from.
+void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
+  std::set<std::string> wanted;
+  NodeRoom room{*c.job.cluster, {}};
+  for (const PlanPod& pod : plan.pods) {
+    wanted.insert(pod.name);
+    const PodPlan pp = pod_plan_for(c.job.spec, plan, pod, barrier);
+    const PodObservation* existing = find_pod(c.job, pod.name);
+    if (existing != nullptr && !existing->deleting && live(*existing, *c.job.cluster))
+      c.actions.annotate.emplace_back(pod.name, pp);
+    else if (existing == nullptr && room.take(pod))
+      c.actions.create.push_back({pod, pp});
+  }
+  for (const PodObservation& p : c.job.pods)
+    if (!wanted.count(p.name) && !p.deleting) c.actions.remove.push_back(p.name);
+}
+
+PlanConstraints constraints_for(const JobSpec& spec, const std::optional<JobPlan>& previous, int target) {
+  PlanConstraints limits;
+  limits.min_gpus = 1;
+  limits.max_gpus = target;
+  if (previous) {
+    limits.micro_batch_size = previous->micro_batch_size;
+    limits.virtual_shards = previous->virtual_shards;
+    if (spec.elasticity == ElasticityMode::kStrict || spec.elasticity == ElasticityMode::kOff) limits.dp = previous->dp;
+  }
+  return limits;
+}
+
+// Plans epoch `epoch`; on success writes status.plan and acts. Returns false on failure (the
+// status then says why).
+bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target, std::int64_t epoch,
+                  bool old_workers_may_run, const std::string& why) {
+  const JobSpec& spec = c.job.spec;
+  const planner::ClusterSpec snapshot = c.job.cluster->snapshot_for(spec.key());
+  const PlanOutcome outcome = plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
+  if (!outcome.plan) {
+    condition(c, "Planned", false, outcome.reason, outcome.message);
+    event(c, "Warning", outcome.reason, outcome.message);
+    return false;
+  }
+  JobPlan plan = *outcome.plan;
+  const std::int64_t barrier = old_workers_may_run ? epoch - 1 : epoch;
+  Json status_plan = plan.to_status();
+  status_plan["barrier"] = barrier;
+  c.status["plan"] = status_plan;
+  c.status["lastRescaleTime"] = c.job.now;
+  condition(c, "Planned", true, "Planned",
+            plan.summary() + " on " + std::to_string(plan.gpus) + " GPUs, predicted " +
+                std::to_string(static_cast<long long>(plan.tokens_per_second)) + " tokens/s");
+  event(c, "Normal", "Planned",
+        "epoch " + std::to_string(epoch) + ": " + plan.summary() + " on " + std::to_string(plan.gpus) + " GPUs (" +
+            why + ")");
+  actuate(c, plan, barrier);
+  return true;
+}
+
+// Barrier: every pod of the plan stopped (or waits, if new) under the epoch, and nothing else
+// of the job is left.
+bool barrier_can_lift(const Context& c, const JobPlan& plan) {
+  std::set<std::string> names;
+  for (const PlanPod& pod : plan.pods) {
+    names.insert(pod.name);
+    const PodObservation* p = find_pod(c.job, pod.name);
+    if (p == nullptr || p->deleting || !live(*p, *c.job.cluster)) return false;
+    if (!report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) return false;
+  }
+  for (const PodObservation& p : c.job.pods)
+    if (!names.count(p.name) && p.phase != "Succeeded" && p.phase != "Failed") return false;
+  return true;
+}
+
+// Level-based repair: a plan pod that is missing is created, a stale plan annotation is
+// rewritten, and a pod of the job outside the plan is deleted (e.g. after a failed API call).
+void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
+  std::set<std::string> names;
+  NodeRoom room{*c.job.cluster, {}};
+  for (const PlanPod& pod : plan.pods) {
+    names.insert(pod.name);
+    const PodObservation* p = find_pod(c.job, pod.name);
+    const PodPlan want = pod_plan_for(c.job.spec, plan, pod, barrier);
+    if (p == nullptr) {
+      if (room.take(pod)) c.actions.create.push_back({pod, want});
+    } else if (!p->deleting && (!p->plan || p->plan->epoch != want.epoch || p->plan->barrier != want.barrier))
+      c.actions.annotate.emplace_back(pod.name, want);
+  }
+  for (const PodObservation& p : c.job.pods)
+    if (!names.count(p.name) && !p.deleting && p.phase != "Succeeded" && p.phase != "Failed")
+      c.actions.remove.push_back(p.name);
+}
+
+void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
+  const JobObservation& job = c.job;
+  // Lost pods, a changed target, or a pod that failed: a new epoch.
+  int lost = 0;
+  bool failed = false;
+  int gave_up = 0;
+  std::string failure;
+  for (const PlanPod& pod : plan.pods) {
+    // Lost: its node is gone or unhealthy, or the pod failed or is being deleted. A pod not
+    // in the cache yet (just created) is not lost: converge() creates it if it is missing.
+    const PodObservation* p = find_pod(job, pod.name);
+    const NodeView* node = job.cluster->find(pod.node);
+    const bool node_ok = node != nullptr && node->healthy;
+    if (!node_ok || (p != nullptr && (p->deleting || p->phase == "Failed"))) lost += pod.gpus;
+    if (p != nullptr && report_is(p, plan.epoch, {PodState::kFailed, PodState::kDegraded})) {
+      failed = true;
+      failure = p->name + ": " + p->report->message;
+      gave_up = std::max(gave_up, p->report->restarts);
+    }
+  }
+  const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
+  if (gave_up >= 3) {
+    phase(c, "Failed");
+    condition(c, "Failed", true, "WorkerFailed", failure);
+    event(c, "Warning", "WorkerFailed", failure);
+    delete_all_pods(c);
+    return;
+  }
+  if (d != nullptr && d->action == scaler::AllocAction::kRequeue) {
+    phase(c, "Pending");
+    Json p = c.status["plan"];
+    p["pods"] = Json::array();
+    p["gpus"] = 0;
+    c.status["plan"] = p;
+    write_decision(c.status, *d, plan.epoch, job.now);
+    condition(c, "Running", false, "Requeued", d->reason);
+    event(c, "Warning", "Requeued", d->reason);
+    delete_all_pods(c);
+    return;
+  }
+  const int target = d != nullptr && d->target_gpus > 0 ? d->target_gpus : plan.gpus - lost;
+  const bool resize = d != nullptr &&
+                      (d->action == scaler::AllocAction::kGrow || d->action == scaler::AllocAction::kShrink) &&
+                      d->target_gpus != plan.gpus;
+  if (lost > 0 || failed || resize) {
+    const std::string why = lost > 0 ? "lost " + std::to_string(lost) + " GPUs"
+                            : failed ? "a worker failed: " + failure
+                                     : d->reason;
+    if (d != nullptr) write_decision(c.status, *d, plan.epoch + 1, job.now);
+    const int max_gpus = lost > 0 ? std::min(target, plan.gpus - lost) : (failed && !resize ? plan.gpus : target);
+    if (max_gpus <= 0 || !plan_and_act(c, plan, max_gpus, plan.epoch + 1, true, why)) {
+      if (lost > 0 || failed) {  // cannot run on what is left: back to the queue
+        phase(c, "Pending");
+        Json p = c.status["plan"];
+        p["pods"] = Json::array();
+        p["gpus"] = 0;
+        c.status["plan"] = p;
+        delete_all_pods(c);
+      }
+      return;
+    }
+    phase(c, "Rescaling");
+    const std::string reason = lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : d->reason_code;
+    condition(c, "Rescaling", true, reason, why);
+    event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
+    return;
+  }
+  converge(c, plan, barrier);
+  if (barrier < plan.epoch) {
+    if (barrier_can_lift(c, plan)) {
+      c.status["plan"]["barrier"] = plan.epoch;
+      for (const PlanPod& pod : plan.pods)
+        c.actions.annotate.emplace_back(pod.name, pod_plan_for(job.spec, plan, pod, plan.epoch));
+      event(c, "Normal", "BarrierLifted",
+            "epoch " + std::to_string(plan.epoch) + ": every old worker stopped; starting the new ranks");
+    }
+    return;
+  }
+  bool all_running = true, all_done = true;
+  for (const PlanPod& pod : plan.pods) {
+    const PodObservation* p = find_pod(job, pod.name);
+    const bool done = (p != nullptr && p->phase == "Succeeded") || report_is(p, plan.epoch, {PodState::kSucceeded});
+    all_done = all_done && done;
+    all_running = all_running && (done || report_is(p, plan.epoch, {PodState::kRunning}));
+  }
+  if (all_done) {
+    phase(c, "Succeeded");
+    condition(c, "Complete", true, "TrainStepsReached", "trained " + std::to_string(job.spec.train_steps) + " steps");
+    condition(c, "Running", false, "Complete", "");
+    condition(c, "Rescaling", false, "Complete", "");
+    event(c, "Normal", "Complete", "trained " + std::to_string(job.spec.train_steps) + " steps");
+    return;
+  }
+  if (all_running) {
+    if (c.status.value("phase", "") != "Running")
+      event(c, "Normal", "Running", "epoch " + std::to_string(plan.epoch) + ": every rank is training");
+    phase(c, "Running");
+    condition(c, "Running", true, "Training", plan.summary() + " on " + std::to_string(plan.gpus) + " GPUs");
+    condition(c, "Rescaling", false, "Running", "");
+  }
+}
+
+void no_plan(Context& c, const std::optional<JobPlan>& previous) {
+  const JobObservation& job = c.job;
+  if (c.status.value("phase", "").empty()) phase(c, "Pending");
+  const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
+  if (d == nullptr) {
+    condition(c, "Planned", false, "WaitingForAllocator", "waiting for the allocator's first pass");
+    return;
+  }
+  if (d->action != scaler::AllocAction::kAdmit) {
+    c.status["queuePosition"] = d->queue_position;
+    condition(c, "Planned", false, d->reason_code, d->reason);
+    return;
+  }
+  // Old pods of a requeued job must be gone before new workers start.
+  bool old_pods = false;
+  for (const PodObservation& p : job.pods) old_pods = old_pods || (p.phase != "Succeeded" && p.phase != "Failed");
+  const std::int64_t epoch = previous ? previous->epoch + 1 : 1;
+  write_decision(c.status, *d, epoch, job.now);
+  c.status.erase("queuePosition");
+  if (plan_and_act(c, previous, d->target_gpus, epoch, old_pods, d->reason)) phase(c, "Pending");
+}
+
+}  // namespace
+
+void set_condition(Json& status, const std::string& type, bool value, const std::string& reason,
+                   const std::string& message, std::int64_t generation, const std::string& now) {
+  Json conditions = status.value("conditions", Json::array());
+  const std::string v = value ? "True" : "False";
+  for (Json& c : conditions) {
+    if (c.value("type", "") != type) continue;
+    if (c.value("status", "") != v) c["lastTransitionTime"] = now;
+    c["status"] = v;
+    c["reason"] = reason;
+    c["message"] = message;
+    c["observedGeneration"] = generation;
+    status["conditions"] = conditions;
+    return;
+  }
+  conditions.push_back({{"type", type},
+                        {"status", v},
+                        {"reason", reason},
+                        {"message", message},
+                        {"observedGeneration", generation},
+                        {"lastTransitionTime", now}});
+  status["conditions"] = conditions;
+}
+
+JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
+  Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}};
+  c.status["observedGeneration"] = job.spec.generation;
+  const std::string current = c.status.value("phase", "");
+  if (current == "Succeeded" || current == "Failed") {
+    for (const PodObservation& p : job.pods)
+      if (!p.deleting && p.phase != "Succeeded" && p.phase != "Failed") c.actions.remove.push_back(p.name);
+  } else {
+    const std::optional<JobPlan> plan = JobPlan::from_status(c.status.value("plan", Json()));
+    fold_progress(job, c.status);
+    if (plan && !plan->pods.empty())
+      running_plan(c, *plan, c.status["plan"].value("barrier", plan->epoch));
+    else
+      no_plan(c, plan);
+  }
+  if (c.status != job.status) c.actions.status = c.status;
+  return c.actions;
+}
+
+}  // namespace flotilla::op

@@ -1,0 +1,71 @@
+// A TrainingJob's spec as the operator reads it: the CR's `spec` (crds/) decoded into typed
+// fields, with the checks the API server's schema cannot make.
+//
+// Guarantees: parse_job_spec() returns a spec whose every field is in range, or one line naming
+//   the field path and what to fix ("spec.worker.data: required for worker kind flotilla").
+//   The API server has already applied the CRD's defaults and structural checks; this repeats
+//   the ones a missing default would break, so a CR stored before the schema changed is still
+//   refused cleanly instead of crashing the reconcile.
+// Assumes: `object` is the whole TrainingJob (metadata + spec).
+// Caveats: pure; whether the model is known or fits is the planner's question (job_plan.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace flotilla::op {
+
+enum class WorkerKind { kFlotilla, kMegatron };
+enum class ElasticityMode { kStrict, kRelaxed, kOff };
+
+struct InlineModel {
+  int num_layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int vocab_size = 0;
+  int seq_len = 0;
+  int ffn_hidden = 0;  // 0: 4 x hidden
+};
+
+struct JobSpec {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::int64_t generation = 0;
+  std::string creation_timestamp;
+  std::string model;
+  std::optional<InlineModel> model_spec;
+  int global_batch_size = 0;
+  std::int64_t train_steps = 0;
+  std::int64_t seed = 1234;
+  WorkerKind worker_kind = WorkerKind::kFlotilla;
+  std::string worker_image;
+  std::string worker_data;
+  std::vector<std::string> worker_extra_args;
+  std::string checkpoint_path;
+  std::int64_t checkpoint_interval_steps = 10;
+  nlohmann::json checkpoint_volume;    // a pod volume source, or null
+  std::vector<std::string> gpu_types;  // empty: any
+  int min_gpus = 1;
+  int max_gpus = 0;  // 0: no cap
+  bool objective_cost = false;
+  std::optional<double> max_usd_per_hour;
+  ElasticityMode elasticity = ElasticityMode::kStrict;
+  double benefit_threshold = 0.6;
+  double window_seconds = 28800;
+  double min_rescale_interval_seconds = 60;
+  int priority = 0;
+
+  std::string key() const { return ns + "/" + name; }
+};
+
+std::variant<JobSpec, std::string> parse_job_spec(const nlohmann::json& object);
+
+const char* to_string(ElasticityMode mode);
+
+}  // namespace flotilla::op

@@ -1,0 +1,195 @@
+// flotilla-operator: reconciles TrainingJobs (crds/) on any Kubernetes API server.
+//   --kubeconfig FILE        else $KUBECONFIG, ~/.kube/config, or the in-cluster service account
+//   --namespace NS           watch one namespace (default: all)
+//   --metrics-addr HOST:PORT Prometheus /metrics (default 127.0.0.1:8080; 0 disables)
+//   --health-addr HOST:PORT  /healthz and /readyz (default 127.0.0.1:8081)
+//   --leader-elect           run only while holding the Lease (--lease-name, --lease-namespace)
+//   --sidecar-command "CMD"  the worker pods' container command (default: flotilla-sidecar)
+//   --gpu-catalog FILE       GPU catalog override (YAML), as flotilla plan --catalog
+//   --no-benefit-check       scale up greedily (the baseline)
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/config.h"
+#include "kube/leader_election.h"
+#include "kube/net/http_server.h"
+#include "operator/operator.h"
+
+namespace {
+
+std::stop_source g_stop;
+void on_signal(int) { g_stop.request_stop(); }
+
+struct Flags {
+  std::string kubeconfig, ns, metrics_addr = "127.0.0.1:8080", health_addr = "127.0.0.1:8081";
+  bool leader_elect = false;
+  std::string lease_name = "flotilla-operator", lease_namespace;
+  std::string sidecar_command = "flotilla-sidecar";
+  std::string catalog;
+  bool benefit_check = true;
+};
+
+int usage(const std::string& why) {
+  std::fprintf(stderr,
+               "flotilla-operator: %s\nusage: flotilla-operator [--kubeconfig FILE] [--namespace NS] "
+               "[--metrics-addr HOST:PORT] [--health-addr HOST:PORT] [--leader-elect] [--lease-name N] "
+               "[--lease-namespace NS] [--sidecar-command CMD] [--gpu-catalog FILE] [--no-benefit-check]\n",
+               why.c_str());
+  return 2;
+}
+
+bool split_addr(const std::string& addr, std::string& host, int& port) {
+  const auto colon = addr.rfind(':');
+  if (colon == std::string::npos) return false;
+  host = addr.substr(0, colon);
+  if (host.empty()) host = "0.0.0.0";
+  try {
+    port = std::stoi(addr.substr(colon + 1));
+  } catch (...) {
+    return false;
+  }
+  return port >= 0 && port <= 65535;
+}
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::unique_ptr<flotilla::kube::net::HttpServer> serve(const std::string& addr, flotilla::kube::net::Handler handler,
+                                                       const char* what) {
+  std::string host, error;
+  int port = 0;
+  if (!split_addr(addr, host, port)) {
+    std::fprintf(stderr, "flotilla-operator: --%s '%s' is not HOST:PORT\n", what, addr.c_str());
+    std::exit(2);
+  }
+  flotilla::kube::net::ServerConfig config;
+  config.host = host;
+  config.port = port;
+  auto server = flotilla::kube::net::HttpServer::start(config, std::move(handler), &error);
+  if (!server) {
+    std::fprintf(stderr, "flotilla-operator: cannot listen on %s (--%s): %s\n", addr.c_str(), what, error.c_str());
+    std::exit(2);
+  }
+  std::printf("flotilla-operator: %s on %s:%d\n", what, host.c_str(), server->port());
+  std::fflush(stdout);
+  return server;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace flotilla;
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    if (a == "--version") {
+      std::printf("flotilla-operator 0.1.0\n");
+      return 0;
+    } else if (a == "--leader-elect") {
+      f.leader_elect = true;
+    } else if (a == "--no-benefit-check") {
+      f.benefit_check = false;
+    } else if ((a == "--kubeconfig" && value(f.kubeconfig)) || (a == "--namespace" && value(f.ns)) ||
+               (a == "--metrics-addr" && value(f.metrics_addr)) || (a == "--health-addr" && value(f.health_addr)) ||
+               (a == "--lease-name" && value(f.lease_name)) || (a == "--lease-namespace" && value(f.lease_namespace)) ||
+               (a == "--sidecar-command" && value(f.sidecar_command)) || (a == "--gpu-catalog" && value(f.catalog))) {
+    } else {
+      return usage("unknown or incomplete flag '" + a + "'");
+    }
+  }
+  auto config = f.kubeconfig.empty() ? kube::default_config() : kube::load_kubeconfig(f.kubeconfig);
+  if (!config) return usage("no API server configuration: " + config.error().message);
+  auto client = kube::Client::create(*config);
+  if (!client) return usage("cannot create the API client: " + client.error().message);
+
+  op::OperatorOptions options;
+  options.ns = f.ns;
+  options.pod_template.sidecar_command = split_words(f.sidecar_command);
+  options.use_benefit_check = f.benefit_check;
+  if (!f.catalog.empty()) {
+    std::ifstream in(f.catalog);
+    if (!in) return usage("cannot read --gpu-catalog '" + f.catalog + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    options.catalog_override_yaml = ss.str();
+  }
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+
+  op::Metrics metrics;
+  op::Operator op(*client, options, metrics);
+  std::atomic<bool> leading{!f.leader_elect};
+  auto health = serve(
+      f.health_addr,
+      [&](const kube::net::HttpRequest& req, kube::net::ResponseWriter& w) {
+        const std::string path = req.path();
+        if (path == "/healthz")
+          w.respond(200, "ok\n", "text/plain");
+        else if (path == "/readyz")
+          w.respond(op.ready() || (f.leader_elect && !leading) ? 200 : 503, "ready\n", "text/plain");
+        else
+          w.respond(404, "not found\n", "text/plain");
+      },
+      "health-addr");
+  std::unique_ptr<kube::net::HttpServer> metrics_server;
+  if (f.metrics_addr != "0")
+    metrics_server = serve(
+        f.metrics_addr,
+        [&](const kube::net::HttpRequest& req, kube::net::ResponseWriter& w) {
+          if (req.path() == "/metrics")
+            w.respond(200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+          else
+            w.respond(404, "not found\n", "text/plain");
+        },
+        "metrics-addr");
+
+  if (!f.leader_elect) {
+    metrics.set("flotilla_leader", {}, 1);
+    std::printf("flotilla-operator: reconciling TrainingJobs in %s\n", f.ns.empty() ? "all namespaces" : f.ns.c_str());
+    std::fflush(stdout);
+    op.run(g_stop.get_token());
+    return 0;
+  }
+  kube::LeaderElectionConfig le;
+  le.lease_name = f.lease_name;
+  le.lease_namespace = !f.lease_namespace.empty()                ? f.lease_namespace
+                       : std::getenv("POD_NAMESPACE") != nullptr ? std::getenv("POD_NAMESPACE")
+                                                                 : "default";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  le.identity = std::string(host) + "_" + std::to_string(getpid());
+  le.on_started_leading = [&](std::stop_token stop) {
+    leading = true;
+    metrics.set("flotilla_leader", {}, 1);
+    std::printf("flotilla-operator: leading as %s\n", le.identity.c_str());
+    std::fflush(stdout);
+    op.run(stop);
+  };
+  le.on_stopped_leading = [&] {
+    leading = false;
+    metrics.set("flotilla_leader", {}, 0);
+  };
+  while (!g_stop.stop_requested()) {
+    kube::LeaderElector elector(*client, le);
+    elector.run(g_stop.get_token());
+  }
+  return 0;
+}

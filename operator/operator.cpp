@@ -1,0 +1,324 @@
+#include "operator/operator.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "operator/job_reconciler.h"
+#include "planner/network_io.h"
+#include "scaler/arrival_rate.h"
+
+namespace flotilla::op {
+
+const kube::Resource kTrainingJobs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
+
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::system_clock;
+
+std::string now_rfc3339() {
+  const std::time_t t = Clock::to_time_t(Clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double seconds_of(const std::string& rfc3339) {
+  std::tm tm{};
+  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return 0;
+  return static_cast<double>(timegm(&tm));
+}
+
+double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+std::string job_key_of_pod(const Json& pod) {
+  const std::string job = pod["metadata"].value("labels", Json::object()).value(kJobLabel, "");
+  return job.empty() ? "" : pod["metadata"].value("namespace", "default") + "/" + job;
+}
+
+PodObservation observe_pod(const Json& pod) {
+  PodObservation p;
+  p.name = pod["metadata"].value("name", "");
+  p.node = pod.value("/spec/nodeName"_json_pointer, std::string());
+  p.phase = pod.value("/status/phase"_json_pointer, std::string("Pending"));
+  p.deleting = pod["metadata"].contains("deletionTimestamp");
+  const Json annotations = pod["metadata"].value("annotations", Json::object());
+  if (annotations.contains(kPlanAnnotation) && annotations[kPlanAnnotation].is_string())
+    if (auto plan = parse_pod_plan(annotations[kPlanAnnotation].get<std::string>());
+        std::holds_alternative<PodPlan>(plan))
+      p.plan = std::get<PodPlan>(plan);
+  if (annotations.contains(kReportAnnotation) && annotations[kReportAnnotation].is_string())
+    if (auto r = parse_pod_report(annotations[kReportAnnotation].get<std::string>());
+        std::holds_alternative<PodReport>(r))
+      p.report = std::get<PodReport>(r);
+  return p;
+}
+
+std::string capacity_signature(const planner::ClusterSpec& capacity, const JobSpec& spec) {
+  std::string sig = spec.uid + "@" + std::to_string(spec.generation);
+  for (const planner::ClusterNode& n : capacity.nodes)
+    sig += "|" + n.name + ":" + n.gpu_type + ":" + std::to_string(n.gpus);
+  return sig;
+}
+
+// Whole capacity (not free) of healthy nodes: what a job could ever run on.
+planner::ClusterSpec capacity_of(const ClusterView& view) {
+  planner::ClusterSpec spec;
+  for (const NodeView& n : view.nodes)
+    if (n.healthy && !n.gpu_type.empty() && n.gpus > 0)
+      spec.nodes.push_back({n.name, n.gpu_type, n.gpus, n.zone, n.zone});
+  return spec;
+}
+
+const char* direction_of(scaler::AllocAction a) {
+  switch (a) {
+    case scaler::AllocAction::kGrow: return "up";
+    case scaler::AllocAction::kShrink: return "down";
+    case scaler::AllocAction::kAdmit: return "admit";
+    case scaler::AllocAction::kRequeue: return "requeue";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+Operator::Operator(std::shared_ptr<kube::Client> client, OperatorOptions options, Metrics& metrics)
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      metrics_(metrics),
+      catalog_(planner::builtin_gpu_catalog()),
+      compute_(nullptr),
+      network_(planner::default_network_model()),
+      events_(client_, kube::EventSource{"flotilla-operator", ""}) {
+  if (!options_.catalog_override_yaml.empty()) {
+    auto c = planner::apply_catalog_override(catalog_, options_.catalog_override_yaml);
+    if (c) catalog_ = std::move(c.value());
+  }
+  eval_.catalog = &catalog_;
+  eval_.compute = &compute_;
+  eval_.network = &network_;
+}
+
+bool Operator::run(std::stop_token stop) {
+  kube::Controller controller(
+      client_, kTrainingJobs, options_.ns,
+      [this](const std::string& key, const kube::ReconcileContext& ctx) { return reconcile(key, ctx); });
+  controller.owns(kube::resources::pods)
+      .watches(kube::resources::nodes, [](const Json&) { return std::vector<std::string>{}; })
+      .with_cluster_pass();
+  controller_ = &controller;
+  ready_ = true;
+  const bool synced = controller.run(stop);
+  ready_ = false;
+  controller_ = nullptr;
+  return synced;
+}
+
+kube::Result<kube::Action> Operator::reconcile(const std::string& key, const kube::ReconcileContext& ctx) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool cluster = key == kube::cluster_pass_key();
+  kube::Result<kube::Action> result = kube::Action::await_change();
+  if (cluster)
+    cluster_pass(ctx);
+  else
+    result = reconcile_one(key, ctx);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string kind = cluster ? "cluster" : "job";
+  metrics_.inc("flotilla_reconcile_total", {{"kind", kind}, {"result", result.ok() ? "ok" : "error"}});
+  metrics_.observe("flotilla_reconcile_duration_seconds", {{"kind", kind}}, seconds);
+  return result;
+}
+
+const JobTable& Operator::table_for(const JobSpec& spec, const ClusterView& view) {
+  const planner::ClusterSpec capacity = capacity_of(view);
+  const std::string sig = capacity_signature(capacity, spec);
+  auto it = tables_.find(spec.key());
+  if (it == tables_.end() || it->second.first != sig)
+    it = tables_.insert_or_assign(spec.key(), std::make_pair(sig, build_job_table(spec, capacity, eval_))).first;
+  return it->second.second;
+}
+
+void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
+  const std::vector<Json> jobs = ctx.primary.list();
+  const std::vector<Json> pods = ctx.owned[0].list();
+  const ClusterView view = build_cluster_view(ctx.watched[0].list(), pods, catalog_, kJobLabel);
+  scaler::ArrivalRateEstimator arrivals(options_.arrival_window_s, 1);
+  scaler::AllocatorInput input;
+  input.free_gpus_by_type = view.free_by_type();
+  input.use_benefit_check = options_.use_benefit_check;
+  std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
+  std::lock_guard lock(mu_);
+  for (const Json& job : jobs) {
+    auto parsed = parse_job_spec(job);
+    if (!std::holds_alternative<JobSpec>(parsed)) continue;
+    const JobSpec spec = std::get<JobSpec>(parsed);
+    const Json status = job.value("status", Json::object());
+    const std::string phase = status.value("phase", "");
+    const double created = seconds_of(spec.creation_timestamp);
+    seen_created_.emplace(spec.key(), created);
+    arrivals.record(created, 1);
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    const JobTable& table = table_for(spec, view);
+    scaler::AllocatorJob a;
+    a.key = spec.key();
+    a.priority = spec.priority;
+    a.arrival_order = static_cast<std::int64_t>(created * 1000);
+    a.elastic = spec.elasticity != ElasticityMode::kOff;
+    a.initial_gpus = table.initial_gpus;
+    a.table = table.initial_gpus > 0 ? &table.table : nullptr;
+    a.gpu_types = spec.gpu_types;
+    for (std::string& t : a.gpu_types)
+      if (const planner::GpuType* g = catalog_.find(t)) t = g->name;
+    a.overhead_s = options_.restart_overhead_s;
+    a.min_rescale_interval_s = spec.min_rescale_interval_seconds;
+    a.benefit_threshold = spec.benefit_threshold;
+    basis_epoch[spec.key()] = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+    if (auto plan = JobPlan::from_status(status.value("plan", Json())); plan && !plan->pods.empty()) {
+      a.running = true;
+      a.current_gpus = plan->gpus;
+      int alive = 0;
+      for (const PlanPod& pod : plan->pods) {
+        const NodeView* node = view.find(pod.node);
+        bool pod_alive = node != nullptr && node->healthy;
+        for (const Json& p : pods)
+          if (p["metadata"].value("name", "") == pod.name && p["metadata"].value("namespace", "") == spec.ns)
+            // Deleting is not lost: the operator deletes pods itself during a rescale, and this
+            // pass may see that before the job's new status.
+            pod_alive = pod_alive && p.value("/status/phase"_json_pointer, std::string()) != "Failed";
+        if (pod_alive) alive += pod.gpus;
+      }
+      a.gpus_alive = alive;
+      if (status.contains("lastRescaleTime"))
+        a.seconds_since_rescale = now_s() - seconds_of(status.value("lastRescaleTime", ""));
+    }
+    input.jobs.push_back(a);
+  }
+  input.arrival_rate_per_s = arrivals.rate_per_s(now_s());
+  const std::vector<scaler::AllocatorDecision> decisions = scaler::allocate(input);
+  int waiting = 0;
+  for (const scaler::AllocatorDecision& d : decisions) {
+    if (d.action == scaler::AllocAction::kWait) ++waiting;
+    auto old = decisions_.find(d.key);
+    const bool changed = old == decisions_.end() || old->second.first.action != d.action ||
+                         old->second.first.target_gpus != d.target_gpus ||
+                         old->second.first.reason_code != d.reason_code || old->second.second != basis_epoch[d.key];
+    if (changed) {
+      if (const char* dir = direction_of(d.action); *dir)
+        metrics_.inc("flotilla_scaling_decisions_total", {{"direction", dir}, {"reason", d.reason_code}});
+      if (d.reason_code == "Preempted") metrics_.inc("flotilla_preemptions_total");
+      if (d.benefit)
+        metrics_.inc("flotilla_benefit_checks_total", {{"result", d.benefit->scale_up ? "pass" : "refuse"}});
+      if (controller_ != nullptr) controller_->queue().add(d.key);
+    }
+    decisions_[d.key] = {d, basis_epoch[d.key]};
+  }
+  metrics_.set("flotilla_queue_depth", {}, waiting);
+  record_metrics(ctx, view);
+}
+
+void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view) {
+  std::map<Labels, double> phases;
+  double predicted = 0, measured = 0;
+  for (const Json& job : ctx.primary.list()) {
+    const Json status = job.value("status", Json::object());
+    const std::string phase = status.value("phase", "Pending");
+    phases[{{"phase", phase.empty() ? "Pending" : phase}}] += 1;
+    if (phase == "Running") {
+      predicted += status.value("/plan/predicted/tokensPerSecond"_json_pointer, 0.0);
+      measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
+    }
+  }
+  metrics_.replace_family("flotilla_jobs", phases);
+  std::map<Labels, double> gpus;
+  for (const NodeView& n : view.nodes) {
+    const std::string type = n.gpu_type.empty() ? "unknown" : n.gpu_type;
+    if (!n.healthy) {
+      gpus[{{"type", type}, {"state", "unhealthy"}}] += n.gpus;
+      continue;
+    }
+    gpus[{{"type", type}, {"state", "allocated"}}] += n.held();
+    gpus[{{"type", type}, {"state", "free"}}] += std::max(0, n.gpus - n.held());
+  }
+  metrics_.replace_family("flotilla_gpus", gpus);
+  metrics_.set("flotilla_predicted_tokens_per_second", {}, predicted);
+  metrics_.set("flotilla_measured_tokens_per_second", {}, measured);
+}
+
+kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const kube::ReconcileContext& ctx) {
+  const auto job = ctx.primary.get(key);
+  if (!job) {
+    std::lock_guard lock(mu_);
+    decisions_.erase(key);
+    tables_.erase(key);
+    return kube::Action::await_change();  // its pods go with it (ownerReferences)
+  }
+  JobObservation obs;
+  auto parsed = parse_job_spec(*job);
+  Json status = job->value("status", Json::object());
+  if (auto* error = std::get_if<std::string>(&parsed)) {
+    Json next = status;
+    next["phase"] = next.value("phase", "").empty() ? "Pending" : next["phase"];
+    const std::int64_t generation = (*job)["metadata"].value("generation", 0);
+    next["observedGeneration"] = generation;
+    set_condition(next, "Planned", false, "InvalidSpec", *error, generation, now_rfc3339());
+    if (next != status) {
+      Json updated = *job;
+      updated["status"] = next;
+      auto r = client_->update_status(kTrainingJobs, (*job)["metadata"].value("namespace", ""), updated);
+      if (!r) return r.error();
+    }
+    return kube::Action::await_change();
+  }
+  obs.spec = std::get<JobSpec>(parsed);
+  obs.status = status;
+  for (const Json& pod : ctx.owned[0].list())
+    if (job_key_of_pod(pod) == key) obs.pods.push_back(observe_pod(pod));
+  const ClusterView view = build_cluster_view(ctx.watched[0].list(), ctx.owned[0].list(), catalog_, kJobLabel);
+  obs.cluster = &view;
+  obs.now = now_rfc3339();
+  {
+    std::lock_guard lock(mu_);
+    // A decision made on another epoch than the status now says (the caches of jobs and pods
+    // are separate watches) is not acted on: the next cluster pass decides again.
+    const std::int64_t epoch = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+    if (auto d = decisions_.find(key); d != decisions_.end() && d->second.second == epoch)
+      obs.decision = d->second.first;
+    else if (controller_ != nullptr)
+      controller_->queue().add(kube::cluster_pass_key());
+  }
+  const JobActions actions = reconcile_job(obs, eval_);
+  if (actions.status) {
+    Json updated = *job;
+    updated["status"] = *actions.status;
+    auto r = client_->update_status(kTrainingJobs, obs.spec.ns, updated);
+    if (!r) return r.error();  // Conflict: retried with backoff on fresh caches
+  }
+  apply(obs.spec, *job, actions);
+  const std::string phase = actions.status ? actions.status->value("phase", "") : status.value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return kube::Action::await_change();
+  return kube::Action::requeue_after(std::chrono::seconds(5));
+}
+
+void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& actions) {
+  for (const std::string& name : actions.remove) {
+    auto r = client_->remove(kube::resources::pods, spec.ns, name);
+    (void)r;  // NotFound: already gone
+  }
+  for (const PodCreate& c : actions.create) {
+    auto r = client_->create(kube::resources::pods, spec.ns, pod_manifest(spec, c.pod, c.plan, options_.pod_template));
+    if (!r && !r.is(kube::ErrorKind::AlreadyExists))
+      events_.record(job, "Warning", "PodCreateFailed", c.pod.name + ": " + r.error().message);
+  }
+  for (const auto& [name, plan] : actions.annotate) {
+    Json patch = {{"metadata", {{"annotations", {{kPlanAnnotation, encode_pod_plan(plan)}}}}}};
+    auto r = client_->patch(kube::resources::pods, spec.ns, name, kube::PatchType::Merge, patch);
+    (void)r;
+  }
+  for (const JobEvent& e : actions.events) events_.record(job, e.type, e.reason, e.message);
+}
+
+}  // namespace flotilla::op

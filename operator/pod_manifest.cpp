@@ -1,0 +1,42 @@
+#include "operator/pod_manifest.h"
+
+namespace flotilla::op {
+
+nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPlan& plan, const PodTemplate& tmpl) {
+  using Json = nlohmann::json;
+  auto field_env = [](const char* name, const char* path) {
+    return Json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+  };
+  Json container = {
+      {"name", "trainer"},
+      {"image", spec.worker_image},
+      {"command", tmpl.sidecar_command},
+      {"env", Json::array({field_env("POD_NAME", "metadata.name"), field_env("POD_NAMESPACE", "metadata.namespace"),
+                           field_env("POD_IP", "status.podIP")})},
+      {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(pod.gpus)}}}}}};
+  Json spec_json = {{"nodeName", pod.node},
+                    {"restartPolicy", "Never"},
+                    {"terminationGracePeriodSeconds", tmpl.termination_grace_seconds},
+                    {"containers", Json::array()}};
+  // Without a volume, checkpoint.path must be a path every node shares (devcluster: one machine).
+  if (spec.checkpoint_volume.is_object()) {
+    Json volume = spec.checkpoint_volume;
+    volume["name"] = "checkpoint";
+    spec_json["volumes"] = Json::array({volume});
+    container["volumeMounts"] = Json::array({{{"name", "checkpoint"}, {"mountPath", spec.checkpoint_path}}});
+  }
+  Json meta = {{"name", pod.name},
+               {"namespace", spec.ns},
+               {"labels", {{kJobLabel, spec.name}, {"app.kubernetes.io/managed-by", "flotilla"}}},
+               {"annotations", {{kPlanAnnotation, encode_pod_plan(plan)}}},
+               {"ownerReferences", Json::array({{{"apiVersion", "flotilla.io/v1alpha1"},
+                                                 {"kind", "TrainingJob"},
+                                                 {"name", spec.name},
+                                                 {"uid", spec.uid},
+                                                 {"controller", true},
+                                                 {"blockOwnerDeletion", true}}})}};
+  spec_json["containers"].push_back(container);
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec_json}};
+}
+
+}  // namespace flotilla::op

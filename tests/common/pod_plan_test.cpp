@@ -1,0 +1,112 @@
+// The operator <-> sidecar annotations: round trips, and refusals that name the field.
+#include "common/pod_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+flotilla::PodPlan sample_plan() {
+  flotilla::PodPlan p;
+  p.job = "team-a/demo";
+  p.epoch = 3;
+  p.barrier = 2;
+  p.model = "small";
+  p.global_batch_size = 8;
+  p.micro_batch_size = 2;
+  p.virtual_shards = 4;
+  p.train_steps = 30;
+  p.world_size = 6;
+  p.pp = 3;
+  p.dp = 2;
+  p.partition = "0:2,2:4,4:6";
+  p.data_path = "/data/tiny.txt";
+  p.checkpoint_dir = "/ckpt";
+  p.checkpoint_every_steps = 5;
+  p.loss_log = "/ckpt/loss.log";
+  p.ranks = {3, 4, 5};
+  p.rendezvous_pod = "demo-w-0";
+  return p;
+}
+
+template <class T>
+const T& ok(const std::variant<T, std::string>& v) {
+  if (auto* e = std::get_if<std::string>(&v)) ADD_FAILURE() << *e;
+  return std::get<T>(v);
+}
+
+std::string error_of(const std::variant<flotilla::PodPlan, std::string>& v) {
+  return std::holds_alternative<std::string>(v) ? std::get<std::string>(v) : "";
+}
+
+}  // namespace
+
+TEST(PodPlan, RoundTripsEveryField) {
+  const auto p = sample_plan();
+  const auto back = ok(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p)));
+  EXPECT_EQ(back.job, p.job);
+  EXPECT_EQ(back.epoch, 3);
+  EXPECT_EQ(back.barrier, 2);
+  EXPECT_EQ(back.partition, p.partition);
+  EXPECT_EQ(back.ranks, p.ranks);
+  EXPECT_EQ(back.world_size, 6);
+  EXPECT_EQ(back.virtual_shards, 4);
+  EXPECT_EQ(back.checkpoint_every_steps, 5);
+  EXPECT_EQ(back.rendezvous_pod, "demo-w-0");
+  EXPECT_EQ(flotilla::encode_pod_plan(back), flotilla::encode_pod_plan(p));
+}
+
+TEST(PodPlan, MalformedPlansAreRefusedNamingTheField) {
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan("{")), "flotilla.io/plan: not JSON");
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan("[1]")), "flotilla.io/plan: must be a JSON object");
+  auto j = flotilla::encode_pod_plan(sample_plan());
+  auto without = [&](const std::string& key) {
+    auto o = nlohmann::json::parse(j);
+    o.erase(key);
+    return o.dump();
+  };
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(without("ranks"))), "flotilla.io/plan: missing field 'ranks'");
+  auto bad = nlohmann::json::parse(j);
+  bad["epoch"] = "3";
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(bad.dump())), "flotilla.io/plan: field 'epoch' must be an integer");
+  bad = nlohmann::json::parse(j);
+  bad["worldSize"] = 5;
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(bad.dump())),
+            "flotilla.io/plan: worldSize must be pp x dp x tp, each at least 1");
+  bad = nlohmann::json::parse(j);
+  bad["ranks"] = {0, 6};
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(bad.dump())), "flotilla.io/plan: rank outside 0..worldSize-1");
+  bad = nlohmann::json::parse(j);
+  bad["barrier"] = 4;
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(bad.dump())),
+            "flotilla.io/plan: barrier must be between 0 and the epoch");
+}
+
+TEST(PodReport, RoundTripsAndRefusesUnknownStates) {
+  flotilla::PodReport r;
+  r.epoch = 4;
+  r.state = flotilla::PodState::kStopped;
+  r.step = 17;
+  r.loss = 3.25;
+  r.tokens_per_second = 1234.5;
+  r.last_checkpoint_step = 17;
+  r.stage_seconds = {{0, 0.01, 0.02}, {1, 0.015, 0.03}};
+  r.message = "";
+  const auto back = ok(flotilla::parse_pod_report(flotilla::encode_pod_report(r)));
+  EXPECT_EQ(back.state, flotilla::PodState::kStopped);
+  EXPECT_EQ(back.step, 17);
+  EXPECT_EQ(back.last_checkpoint_step, 17);
+  ASSERT_EQ(back.stage_seconds.size(), 2u);
+  EXPECT_EQ(back.stage_seconds[1].backward_s, 0.03);
+  auto bad = std::get<std::string>(flotilla::parse_pod_report(R"({"epoch":1,"state":"Sleeping"})"));
+  EXPECT_EQ(bad, "flotilla.io/report: unknown state 'Sleeping'");
+}
+
+TEST(Rendezvous, RoundTripsAndRefusesBadPorts) {
+  const auto rv = ok(flotilla::parse_rendezvous(flotilla::encode_rendezvous({7, "127.0.0.1", 41000})));
+  EXPECT_EQ(rv.epoch, 7);
+  EXPECT_EQ(rv.port, 41000);
+  EXPECT_EQ(std::get<std::string>(flotilla::parse_rendezvous(R"({"epoch":1,"addr":"x","port":0})")),
+            "flotilla.io/rendezvous: port must be 1..65535");
+}

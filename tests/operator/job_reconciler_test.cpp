@@ -1,0 +1,250 @@
+// reconcile_job(): the per-job state machine, step by step on hand-built observations, as the
+// operator would see them between API calls (docs/operator.md, "State machine").
+#include "operator/job_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/operator/operator_fixture.h"
+
+namespace fo = flotilla::op;
+namespace fs = flotilla::scaler;
+using namespace flotilla::op::testing;
+
+namespace {
+
+fs::AllocatorDecision decision(fs::AllocAction action, int target, std::string code = "Admitted") {
+  fs::AllocatorDecision d;
+  d.key = "team/demo";
+  d.action = action;
+  d.target_gpus = target;
+  d.reason_code = code;
+  d.reason = code;
+  return d;
+}
+
+struct Harness {
+  World world;
+  fo::ClusterView cluster;
+  fo::JobObservation obs;
+  Harness() {
+    cluster.nodes = {node("n0", 2), node("n1", 2)};
+    obs.spec = spec_of(job_object());
+    obs.cluster = &cluster;
+    obs.now = "2026-11-24T00:00:10Z";
+  }
+  fo::JobActions step() { return fo::reconcile_job(obs, world.context()); }
+  // Applies the actions as the API server would: status stored, pods created or re-annotated
+  // (Pending, no report), deleted ones marked deleting.
+  void apply(const fo::JobActions& a) {
+    if (a.status) obs.status = *a.status;
+    for (const fo::PodCreate& c : a.create) {
+      fo::PodObservation p;
+      p.name = c.pod.name;
+      p.node = c.pod.node;
+      p.phase = "Pending";
+      p.plan = c.plan;
+      obs.pods.push_back(p);
+      cluster.nodes[c.pod.node == "n0" ? 0 : 1].held_by_job["team/demo"] += c.pod.gpus;
+    }
+    for (const auto& [name, plan] : a.annotate)
+      for (fo::PodObservation& p : obs.pods)
+        if (p.name == name) p.plan = plan;
+    for (const std::string& name : a.remove)
+      for (fo::PodObservation& p : obs.pods)
+        if (p.name == name) p.deleting = true;
+  }
+  void report(fo::PodObservation& p, flotilla::PodState state, std::int64_t epoch, std::int64_t step = 0) {
+    flotilla::PodReport r;
+    r.epoch = epoch;
+    r.state = state;
+    r.step = step;
+    p.report = r;
+  }
+  void remove_deleted() {
+    std::vector<fo::PodObservation> kept;
+    for (const fo::PodObservation& p : obs.pods) {
+      if (p.deleting) {
+        for (fo::NodeView& n : cluster.nodes)
+          if (n.name == p.node) n.held_by_job.clear();
+      } else {
+        kept.push_back(p);
+      }
+    }
+    obs.pods = kept;
+  }
+  std::string phase() const { return obs.status.value("phase", ""); }
+  std::int64_t epoch() const { return obs.status["plan"].value("epoch", std::int64_t{0}); }
+  std::int64_t barrier() const { return obs.status["plan"].value("barrier", std::int64_t{0}); }
+};
+
+std::string condition(const nlohmann::json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", nlohmann::json::array()))
+    if (c.value("type", "") == type) return c.value("status", "") + "/" + c.value("reason", "");
+  return "";
+}
+
+}  // namespace
+
+TEST(JobReconciler, WaitsForTheAllocatorThenPlansAndCreatesOnePodPerNode) {
+  Harness h;
+  auto a = h.step();
+  ASSERT_TRUE(a.status);
+  EXPECT_EQ(a.status->value("phase", ""), "Pending");
+  EXPECT_EQ(condition(*a.status, "Planned"), "False/WaitingForAllocator");
+  EXPECT_TRUE(a.create.empty());
+  h.apply(a);
+
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1);
+  EXPECT_EQ(h.barrier(), 1) << "nothing old runs: the first plan starts at once";
+  EXPECT_EQ(condition(h.obs.status, "Planned"), "True/Planned");
+  ASSERT_EQ(a.create.size(), 2u);  // two nodes of 2 GPUs: one pod each
+  std::set<int> ranks;
+  for (const fo::PodCreate& c : a.create) {
+    EXPECT_EQ(c.pod.gpus, 2);
+    EXPECT_EQ(c.plan.epoch, 1);
+    EXPECT_EQ(c.plan.world_size, 4);
+    EXPECT_EQ(c.plan.virtual_shards * c.plan.micro_batch_size, 8) << "V = global batch / micro-batch";
+    ranks.insert(c.plan.ranks.begin(), c.plan.ranks.end());
+    if (std::find(c.plan.ranks.begin(), c.plan.ranks.end(), 0) != c.plan.ranks.end()) {
+      EXPECT_EQ(c.plan.rendezvous_pod, c.pod.name);
+    }
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(h.obs.status["plan"].value("pp", 0) * h.obs.status["plan"].value("dp", 0), 4);
+}
+
+TEST(JobReconciler, RunningAfterEveryPodReportsThenNodeLossShrinksBehindABarrier) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 1);  // admitted at its smallest size: D 1
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  // A report of another epoch does not count.
+  h.report(h.obs.pods[0], flotilla::PodState::kRunning, 0);
+  h.obs.decision.reset();
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Pending");
+  h.report(h.obs.pods[0], flotilla::PodState::kRunning, 1, 12);
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Running");
+  EXPECT_EQ(h.obs.status["progress"].value("step", 0), 12);
+
+  // Scale-up to 4 under strict elasticity: D stays 1, so PP 4 over both nodes, epoch 2.
+  h.obs.decision = decision(fs::AllocAction::kGrow, 4, "BenefitCheckPassed");
+  h.apply(h.step());
+  h.obs.decision.reset();
+  EXPECT_EQ(h.phase(), "Rescaling");
+  EXPECT_EQ(h.obs.status["plan"].value("pp", 0), 4);
+  EXPECT_EQ(h.obs.status["plan"].value("dp", 0), 1);
+  h.remove_deleted();
+  h.apply(h.step());  // creates the pods the old one was in the way of
+  for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kWaiting, 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.barrier(), 2);
+  for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kRunning, 2, 20);
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+
+  // n1 fails: the plan is re-made on n0 alone, epoch 3, behind barrier 2.
+  h.cluster.nodes[1].healthy = false;
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Rescaling") << h.obs.status.dump(1);
+  EXPECT_EQ(h.epoch(), 3);
+  EXPECT_EQ(h.barrier(), 2);
+  EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 2);
+  EXPECT_EQ(h.obs.status["plan"].value("dp", 0), 1) << "strict: only PP changes";
+  EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/NodeLost");
+  // The barrier holds until the survivor stopped under epoch 3 and the lost pod is gone.
+  for (auto& p : h.obs.pods)
+    if (p.node == "n0") h.report(p, flotilla::PodState::kStopped, 3, 25);
+  h.apply(h.step());
+  EXPECT_EQ(h.barrier(), 2) << "the n1 pod is still there";
+  h.remove_deleted();
+  h.apply(h.step());
+  EXPECT_EQ(h.barrier(), 3);
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  EXPECT_EQ(h.obs.pods[0].plan->barrier, 3);
+  EXPECT_EQ(h.obs.pods[0].plan->world_size, 2);
+  h.report(h.obs.pods[0], flotilla::PodState::kSucceeded, 3, 100);
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Succeeded");
+  EXPECT_EQ(condition(h.obs.status, "Complete"), "True/TrainStepsReached");
+}
+
+// Strict elasticity keeps D: a job admitted at D 4 cannot shrink to 2 GPUs, so losing a node
+// sends it back to the queue with its checkpoint instead of changing what the loss depends on.
+TEST(JobReconciler, StrictJobThatCannotKeepItsDataParallelDegreeIsRequeued) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.status["plan"].value("dp", 0), 4);
+  for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kRunning, 1, 5);
+  h.obs.decision.reset();
+  h.apply(h.step());
+  h.cluster.nodes[1].healthy = false;
+  const auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.phase(), "Pending");
+  EXPECT_EQ(h.obs.status["plan"]["pods"].size(), 0u);
+  EXPECT_EQ(a.remove.size(), 2u);
+}
+
+TEST(JobReconciler, ANewPodWaitsForItsNodeToHaveTheGpusFree) {
+  Harness h;
+  h.cluster.nodes = {node("n0", 2)};
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 1);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kRunning, 1);
+  // Grow 1 -> 2 on the same node: the 2-GPU pod replaces the 1-GPU one, but only once the old
+  // pod has released its GPU (the kubelet would refuse it before).
+  h.obs.decision = decision(fs::AllocAction::kGrow, 2, "BenefitCheckPassed");
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_TRUE(a.create.empty()) << "n0 has only 1 GPU free while the old pod terminates";
+  ASSERT_EQ(a.remove.size(), 1u);
+  h.obs.decision.reset();  // made on epoch 1: not acted on again
+  a = h.step();
+  EXPECT_TRUE(a.create.empty());
+  h.remove_deleted();
+  a = h.step();
+  ASSERT_EQ(a.create.size(), 1u);
+  EXPECT_EQ(a.create[0].pod.gpus, 2);
+  EXPECT_EQ(a.create[0].plan.barrier, 1) << "still behind the barrier until it reports Waiting";
+}
+
+TEST(JobReconciler, AModelThatFitsNowhereSaysWhyAndCreatesNothing) {
+  Harness h;
+  h.obs.spec = spec_of(job_object(R"({"model": "llama-2-70b"})"));
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  const auto a = h.step();
+  ASSERT_TRUE(a.status);
+  EXPECT_TRUE(a.create.empty());
+  EXPECT_EQ(a.status->value("phase", ""), "Pending");
+  const std::string planned = condition(*a.status, "Planned");
+  EXPECT_EQ(planned.rfind("False/", 0), 0u) << planned;
+  ASSERT_FALSE(a.events.empty());
+  EXPECT_EQ(a.events[0].type, "Warning");
+}
+
+TEST(JobReconciler, AWorkerThatGaveUpFailsTheJobAndCleansUp) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  flotilla::PodReport r;
+  r.epoch = 1;
+  r.state = flotilla::PodState::kFailed;
+  r.restarts = 3;
+  r.message = "gave up after 3 restarts: cannot open loss log";
+  h.obs.pods[0].report = r;
+  const auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.phase(), "Failed");
+  EXPECT_NE(condition(h.obs.status, "Failed").find("WorkerFailed"), std::string::npos);
+  EXPECT_EQ(a.remove.size(), 2u);
+}

@@ -1,0 +1,53 @@
+// parse_job_spec(): typed fields from a TrainingJob, one line with the field path otherwise.
+#include "operator/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/operator/operator_fixture.h"
+
+namespace fo = flotilla::op;
+using flotilla::op::testing::job_object;
+
+namespace {
+std::string error_of(const nlohmann::json& job) {
+  auto r = fo::parse_job_spec(job);
+  return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : "";
+}
+}  // namespace
+
+TEST(JobSpec, ReadsEveryFieldWithDefaults) {
+  const fo::JobSpec s = std::get<fo::JobSpec>(
+      fo::parse_job_spec(job_object(R"({"priority": 3, "resources": {"gpuTypes": ["A100-80"], "maxGPUs": 8}})")));
+  EXPECT_EQ(s.key(), "team/demo");
+  EXPECT_EQ(s.model, "small");
+  EXPECT_EQ(s.global_batch_size, 8);
+  EXPECT_EQ(s.train_steps, 100);
+  EXPECT_EQ(s.worker_kind, fo::WorkerKind::kFlotilla);
+  EXPECT_EQ(s.checkpoint_interval_steps, 10);
+  EXPECT_EQ(s.elasticity, fo::ElasticityMode::kStrict);
+  EXPECT_EQ(s.min_rescale_interval_seconds, 0);
+  EXPECT_EQ(s.benefit_threshold, 0.6);
+  EXPECT_EQ(s.priority, 3);
+  EXPECT_EQ(s.max_gpus, 8);
+  EXPECT_EQ(s.min_gpus, 1);
+  EXPECT_EQ(s.gpu_types, std::vector<std::string>{"A100-80"});
+}
+
+TEST(JobSpec, BadFieldsNameTheirPath) {
+  EXPECT_EQ(error_of(job_object(R"({"globalBatchSize": -8})")), "spec.globalBatchSize: must be at least 1, got -8");
+  EXPECT_EQ(error_of(job_object(R"({"trainSteps": "ten"})")), "spec.trainSteps: must be an integer");
+  EXPECT_EQ(error_of(job_object(R"({"worker": {"data": null}})")),
+            "spec.worker.data: required for worker kind flotilla (a text file the pods can read)");
+  EXPECT_EQ(error_of(job_object(R"({"checkpoint": {"path": "relative/dir"}})")),
+            "spec.checkpoint.path: must be an absolute path, got 'relative/dir'");
+  EXPECT_EQ(error_of(job_object(R"({"elasticity": {"mode": "loose"}})")),
+            "spec.elasticity.mode: must be strict, relaxed or off, got 'loose'");
+  EXPECT_EQ(error_of(job_object(R"({"resources": {"minGPUs": 4, "maxGPUs": 2}})")),
+            "spec.resources.maxGPUs: must be at least resources.minGPUs (4)");
+  EXPECT_EQ(
+      error_of(job_object(R"({"modelSpec": {"numLayers": 2, "hidden": 30, "heads": 4, "vocabSize": 9, "seqLen": 8}})")),
+      "spec.modelSpec.heads: must divide modelSpec.hidden");
+  nlohmann::json no_spec = job_object();
+  no_spec.erase("spec");
+  EXPECT_EQ(error_of(no_spec), "spec: required");
+}

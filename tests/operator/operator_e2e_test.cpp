@@ -1,0 +1,165 @@
+// The closed loop, end to end: `flotilla up` (real devcluster, real operator), a TrainingJob
+// applied with real kubectl, pods running the real sidecar and worker processes. Each loss log
+// is compared bit for bit with an uninterrupted `flotilla-worker run` of the same job.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/common/tools.h"
+#include "tests/devcluster/devcluster_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using devcluster_test::run_command;
+
+std::string bin(const std::string& rel) { return std::string(FLOTILLA_BINARY_DIR) + "/" + rel; }
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// An emulated GPU type 1/1000 of a TFLOP/s fast, so the small reference model gains from
+// pipelining and the planner scales it up (docs/operator.md).
+const char* kCatalog = R"(gpus:
+  emu-slow: {memory_gb: 16, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+             usd_per_hour: 1}
+)";
+
+class LocalCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!flotilla::testing::tools_installed() &&
+        run_command(flotilla::testing::tool_path("kubectl") + " version --client").exit_code != 0)
+      GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
+    dir_ = fs::temp_directory_path() /
+           ("flotilla-e2e-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "ckpt");
+    std::ofstream(dir_ / "nodes.yaml") << "nodes:\n  - {name: n0, gpuType: emu-slow, gpuCount: 2, zone: z}\n"
+                                          "  - {name: n1, gpuType: emu-slow, gpuCount: 2, zone: z}\n";
+    std::ofstream(dir_ / "catalog.yaml") << kCatalog;
+    std::string text;
+    for (int i = 0; text.size() < 60000; ++i)
+      text += "the flotilla sails on, ship " + std::to_string(i % 97) + " keeps watch.\n";
+    std::ofstream(dir_ / "data.txt") << text;
+    auto r = run_command(bin("cli/flotilla") + " up --detach --nodes " + (dir_ / "nodes.yaml").string() + " --dir " +
+                         (dir_ / "state").string() + " --gpu-catalog " + (dir_ / "catalog.yaml").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    up_ = true;
+  }
+  void TearDown() override {
+    if (up_) run_command(bin("cli/flotilla") + " down --dir " + (dir_ / "state").string());
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  devcluster_test::CommandResult kubectl(const std::string& args) {
+    return run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " +
+                       (dir_ / "state/kubeconfig").string() + " " + args);
+  }
+  void apply_job(int steps, const std::string& name = "demo", int priority = 0) {
+    const fs::path ckpt = name == "demo" ? dir_ / "ckpt" : dir_ / ("ckpt-" + name);
+    fs::create_directories(ckpt);
+    const fs::path file = dir_ / (name + ".yaml");
+    std::ofstream(file) << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: " << name
+                        << "}\nspec:\n  model: small\n  globalBatchSize: 8\n  priority: " << priority
+                        << "\n  trainSteps: " << steps << "\n  worker: {image: flotilla-worker:dev, data: "
+                        << (dir_ / "data.txt").string() << "}\n  checkpoint: {path: " << ckpt.string()
+                        << ", intervalSteps: 20}\n  elasticity: {minRescaleIntervalSeconds: 0}\n";
+    auto r = kubectl("apply -f " + file.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  std::string field(const std::string& jsonpath, const std::string& job = "demo") {
+    return kubectl("get tj " + job + " -o jsonpath={" + jsonpath + "}").output;
+  }
+  bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(300ms);
+    }
+    return pred();
+  }
+  // An uninterrupted run of the same job (model, data, seed, batch geometry, steps).
+  std::string reference_loss(int steps) {
+    const fs::path ref = dir_ / ("ref-" + std::to_string(steps));
+    fs::create_directories(ref);
+    auto r = run_command(bin("worker/flotilla-worker") +
+                         " run --world-size 1 --pp 1 --dp 1 --model small --global-batch 8 --micro-batch 1 "
+                         "--virtual-shards 8 --seed 1234 --steps " +
+                         std::to_string(steps) + " --data " + (dir_ / "data.txt").string() + " --checkpoint-dir " +
+                         (ref / "ckpt").string() + " --loss-log " + (ref / "loss.log").string());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return slurp(ref / "loss.log");
+  }
+  std::string events() { return kubectl("get events --sort-by=.metadata.resourceVersion").output; }
+
+  fs::path dir_;
+  bool up_ = false;
+};
+
+}  // namespace
+
+TEST_F(LocalCluster, JobRunsFromApplyToSucceededWithEveryStepOnce) {
+  apply_job(60);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 90s)) << field(".status") << "\n"
+                                                                                    << events();
+  EXPECT_NE(events().find("Planned"), std::string::npos);
+  EXPECT_EQ(field(".status.progress.step"), "60");
+  const std::string loss = slurp(dir_ / "ckpt/loss.log");
+  EXPECT_EQ(std::count(loss.begin(), loss.end(), '\n'), 60);
+  EXPECT_EQ(loss, reference_loss(60)) << "the loss log differs from an uninterrupted run";
+}
+
+TEST_F(LocalCluster, ScalesUpThroughTheBenefitCheckThenShrinksOnNodeLossAndStaysBitIdentical) {
+  apply_job(500);
+  // Admitted at its smallest size (1 GPU), then grown while nobody waits: the benefit check's
+  // inputs are in status.lastDecision.
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "4" && field(".status.phase") == "Running"; }, 60s))
+      << field(".status") << "\n"
+      << events();
+  EXPECT_EQ(field(".status.plan.pp"), "4");
+  EXPECT_EQ(field(".status.plan.dp"), "1");
+  EXPECT_EQ(field(".status.lastDecision.action"), "scale-up");
+  EXPECT_FALSE(field(".status.lastDecision.probability").empty());
+  EXPECT_FALSE(field(".status.lastDecision.arrivalRatePerSecond").empty());
+  ASSERT_TRUE(wait_for([&] { return std::atoi(field(".status.progress.step").c_str()) >= 80; }, 60s));
+  // Node n1 fails mid-training: PP-first shrink onto n0.
+  auto r = run_command(bin("devcluster/flotilla-devcluster") + " admin fail-node n1 --kubeconfig " +
+                       (dir_ / "state/kubeconfig").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "2"; }, 30s)) << field(".status") << "\n" << events();
+  EXPECT_EQ(field(".status.plan.pp"), "2");
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
+                                                                                     << events();
+  const std::string loss = slurp(dir_ / "ckpt/loss.log");
+  EXPECT_EQ(std::count(loss.begin(), loss.end(), '\n'), 500);
+  EXPECT_EQ(loss, reference_loss(500)) << "the loss log differs from an uninterrupted run";
+}
+
+// Two jobs compete: the first holds every GPU after scaling up; the second, of higher priority,
+// waits, the first gives back its scaled-up GPUs (FlexTrain §5.2), the second is admitted, and
+// both finish with loss logs equal to uninterrupted runs.
+TEST_F(LocalCluster, ASecondJobReclaimsTheFirstJobsScaledUpGpusAndBothFinish) {
+  apply_job(700);
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "4" && field(".status.phase") == "Running"; }, 60s))
+      << field(".status") << "\n" << events();
+  apply_job(120, "second", 1);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase", "second") == "Running"; }, 60s))
+      << field(".status", "second") << "\n" << field(".status") << "\n" << events();
+  EXPECT_LT(std::atoi(field(".status.plan.gpus").c_str()), 4) << "the first job gave GPUs back";
+  EXPECT_NE(events().find("Preempted"), std::string::npos) << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase", "second") == "Succeeded"; }, 90s)) << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 150s)) << field(".status") << "\n" << events();
+  EXPECT_EQ(slurp(dir_ / "ckpt-second/loss.log"), reference_loss(120));
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(700));
+}

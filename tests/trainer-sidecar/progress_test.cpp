@@ -1,0 +1,65 @@
+// Folding worker progress lines into the report fields, and tailing a growing file.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "trainer-sidecar/progress_summary.h"
+#include "trainer-sidecar/progress_tail.h"
+
+namespace flotilla::sidecar {
+namespace {
+
+std::string line(int rank, int stage, int dp, std::int64_t step, double loss, double tps,
+                 std::vector<double> fwd, std::vector<double> bwd) {
+  StepProgress p;
+  p.rank = rank;
+  p.stage = stage;
+  p.dp_index = dp;
+  p.step = step;
+  p.loss = loss;
+  p.tokens_per_s = tps;
+  p.forward_seconds = std::move(fwd);
+  p.backward_seconds = std::move(bwd);
+  return format_step_line(p);
+}
+
+TEST(SidecarProgress, KeepsNewestStepLastStageLossAndMeanStageSeconds) {
+  ProgressSummary s(2);
+  EXPECT_FALSE(s.fold(R"({"event":"start","rank":0})"));
+  EXPECT_FALSE(s.fold("not json"));
+  EXPECT_FALSE(s.has_step());
+  EXPECT_TRUE(s.fold(line(0, 0, 0, 4, 9.0, 100, {0.1, 0.3}, {0.2, 0.4})));
+  EXPECT_EQ(s.completed_steps(), 5);
+  EXPECT_DOUBLE_EQ(s.loss(), 9.0);  // no last-stage line yet: any rank's copy
+  EXPECT_TRUE(s.fold(line(1, 1, 0, 4, 2.5, 120, {0.5}, {1.0})));
+  EXPECT_DOUBLE_EQ(s.loss(), 2.5);
+  EXPECT_DOUBLE_EQ(s.tokens_per_second(), 120);
+  EXPECT_TRUE(s.fold(line(0, 0, 0, 5, 7.0, 90, {0.1}, {0.2})));  // stage 0 of the next step
+  EXPECT_EQ(s.completed_steps(), 6);
+  EXPECT_DOUBLE_EQ(s.loss(), 2.5);  // still the last stage's value
+  auto stages = s.stage_seconds();
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].stage, 0);
+  EXPECT_DOUBLE_EQ(stages[0].forward_s, 0.1);
+  EXPECT_DOUBLE_EQ(stages[1].forward_s, 0.5);
+  EXPECT_DOUBLE_EQ(stages[1].backward_s, 1.0);
+}
+
+TEST(SidecarProgress, TailReturnsEachCompleteLineOnce) {
+  auto path = std::filesystem::temp_directory_path() / ("sidecar-tail-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  ProgressTail tail(path.string());
+  EXPECT_TRUE(tail.read_new_lines().empty());  // no file yet
+  std::ofstream out(path);
+  out << "a\nb" << std::flush;
+  EXPECT_EQ(tail.read_new_lines(), std::vector<std::string>{"a"});
+  out << "c\nd\n" << std::flush;
+  EXPECT_EQ(tail.read_new_lines(), (std::vector<std::string>{"bc", "d"}));
+  EXPECT_TRUE(tail.read_new_lines().empty());
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace flotilla::sidecar

@@ -1,0 +1,247 @@
+// The trainer sidecar end to end: real devcluster, real flotilla-sidecar pods, real worker
+// ranks; the test plays the operator. Loss logs are compared byte for byte with an
+// uninterrupted `flotilla-worker run` of the same job (model small, seed 1234, batch 4).
+#include "tests/trainer-sidecar/sidecar_harness.h"
+
+namespace flotilla::sidecar::testing {
+namespace {
+
+class Sidecar : public SidecarCluster {};
+
+TEST_F(Sidecar, OnePodTwoRanksRunsToCompletionBitForBit) {
+  const int steps = 8;
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0, 1}, steps));
+  ASSERT_TRUE(reports("p0", 1, PodState::kSucceeded, 50s)) << phase("p0");
+  auto r = report("p0");
+  EXPECT_EQ(r->step, steps);
+  EXPECT_EQ(r->last_checkpoint_step, steps);
+  EXPECT_GT(r->tokens_per_second, 0);
+  EXPECT_EQ(r->stage_seconds.size(), 2u);
+  EXPECT_EQ(count_lines(dir_ / "loss.txt"), steps);
+  EXPECT_EQ(loss(), ref);
+  EXPECT_TRUE(wait_until([&] { return phase("p0") == "Succeeded"; }, 10s)) << phase("p0");
+}
+
+
+TEST_F(Sidecar, TwoPodsRendezvousAndComplete) {
+  const int steps = 8;
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0}, steps));
+  create_pod("p1", plan(2, {1}, steps));
+  ASSERT_TRUE(reports("p0", 1, PodState::kSucceeded, 50s)) << phase("p0");
+  ASSERT_TRUE(reports("p1", 1, PodState::kSucceeded, 20s)) << phase("p1");
+  EXPECT_EQ(loss(), ref);
+  // p1 joined the address p0 published for epoch 1.
+  auto pod = client_->get(kube::resources::pods, "default", "p0");
+  auto rz = parse_rendezvous(pod->at("metadata").at("annotations").at(kRendezvousAnnotation).get<std::string>());
+  ASSERT_TRUE(std::holds_alternative<Rendezvous>(rz));
+  EXPECT_EQ(std::get<Rendezvous>(rz).epoch, 1);
+}
+
+// One planned rescale: epoch `to.epoch` with the barrier held, Stopped at S, barrier lifted,
+// and the first step under the new epoch is step S (0-based), resumed from checkpoint S.
+Json start_event(SidecarCluster& t, const std::string& pod, const std::string& file, int rank);
+
+void rescale(Sidecar& t, const PodPlan& to, std::int64_t* stopped_at) {
+  PodPlan held = to;
+  held.barrier = to.epoch - 1;
+  t.patch_plan("p0", held);
+  ASSERT_TRUE(t.reports("p0", to.epoch, PodState::kStopped, 30s)) << t.phase("p0");
+  auto r = t.report("p0");
+  EXPECT_EQ(r->last_checkpoint_step, r->step) << "the stop checkpoints the last completed step";
+  *stopped_at = r->step;
+  t.patch_plan("p0", to);
+  ASSERT_TRUE(wait_until([&] {
+    auto now = t.report("p0");
+    return now && now->epoch == to.epoch &&
+           (now->step > *stopped_at || now->state == PodState::kSucceeded);
+  }, 30s));
+}
+
+TEST_F(Sidecar, PlannedRescaleTwoToThreeToTwoLosesAndRepeatsNoStep) {
+  const int steps = 120;  // long enough that both rescales land before the end on a fast machine
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0, 1}, steps));
+  ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 3; }, 30s));
+  std::int64_t s2 = 0, s3 = 0;
+  PodPlan three = plan(3, {0, 1, 2}, steps, "p0", 2);
+  three.partition = "0:1,1:4,4:6";
+  rescale(*this, three, &s2);
+  ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= s2 + 3; }, 30s));
+  rescale(*this, plan(2, {0, 1}, steps, "p0", 3), &s3);
+  ASSERT_TRUE(reports("p0", 3, PodState::kSucceeded, 40s)) << phase("p0");
+  EXPECT_LT(s2, s3);
+  EXPECT_LT(s3, steps) << "the job ended before the second rescale; make it longer";
+  EXPECT_EQ(count_lines(dir_ / "loss.txt"), steps);
+  EXPECT_EQ(loss(), ref);
+  for (auto [epoch, from] : {std::pair<int, std::int64_t>{2, s2}, {3, s3}}) {
+    auto starts = progress_events("p0", "progress-e" + std::to_string(epoch));
+    ASSERT_FALSE(starts.empty());
+    bool first_step_seen = false;
+    for (const auto& j : starts) {
+      if (j.value("event", "") == "start") EXPECT_EQ(j.value("resumed_from_step", -1), from);
+      if (j.value("event", "") == "step" && !first_step_seen) {
+        first_step_seen = true;
+        EXPECT_EQ(j.value("step", -1), from) << "epoch " << epoch;
+      }
+    }
+    EXPECT_TRUE(first_step_seen);
+  }
+}
+
+Json start_event(SidecarCluster& t, const std::string& pod, const std::string& file, int rank) {
+  for (auto& j : t.progress_events(pod, file))
+    if (j.value("event", "") == "start" && j.value("rank", -1) == rank) return j;
+  return nullptr;
+}
+
+TEST_F(Sidecar, WorkerKilledMidStepRestartsFromTheNewestCheckpoint) {
+  const int steps = 40;
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0, 1}, steps));
+  ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 5; }, 30s));
+  Json victim = start_event(*this, "p0", "progress-e1-a1", 1);
+  ASSERT_FALSE(victim.is_null());
+  const std::int64_t at_kill = report("p0")->step;
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim["pid"].get<long>()), SIGKILL), 0);
+  ASSERT_TRUE(reports("p0", 1, PodState::kSucceeded, 50s)) << phase("p0");
+  EXPECT_EQ(report("p0")->restarts, 1);
+  Json resumed = start_event(*this, "p0", "progress-e1-a2", 0);
+  ASSERT_FALSE(resumed.is_null());
+  const std::int64_t from = resumed["resumed_from_step"].get<std::int64_t>();
+  EXPECT_EQ(from % 2, 0) << "a checkpoint step (every 2)";
+  EXPECT_GE(from, at_kill - 2) << "at most the steps since the newest checkpoint are redone";
+  EXPECT_EQ(count_lines(dir_ / "loss.txt"), steps);
+  EXPECT_EQ(loss(), ref);
+}
+
+TEST_F(Sidecar, KillDuringACheckpointWriteResumesFromThePreviousCompleteOne) {
+  const int steps = 10;
+  const std::string ref = reference_loss(steps);
+  // Every writer pauses 3 s after its first unit file of the step-6 checkpoint.
+  create_pod("p0", plan(2, {0, 1}, steps), 20, Json::array({{{"name", "FLOTILLA_TEST_CKPT_PAUSE"}, {"value", "6:1:3000"}}}));
+  const fs::path torn = dir_ / "ck" / "step_00000006";
+  ASSERT_TRUE(wait_until([&] { return fs::exists(torn / "unit_0000.bin"); }, 30s));
+  ASSERT_FALSE(fs::exists(torn / "DONE"));
+  Json writer = start_event(*this, "p0", "progress-e1-a1", 0);
+  ASSERT_FALSE(writer.is_null());
+  ASSERT_EQ(::kill(static_cast<pid_t>(writer["pid"].get<long>()), SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { return !start_event(*this, "p0", "progress-e1-a2", 0).is_null(); }, 20s));
+  EXPECT_EQ(start_event(*this, "p0", "progress-e1-a2", 0)["resumed_from_step"], 4)
+      << "the torn step-6 checkpoint has no DONE, so step 4 is the newest complete one";
+  ASSERT_TRUE(reports("p0", 1, PodState::kSucceeded, 40s)) << phase("p0");
+  EXPECT_EQ(report("p0")->restarts, 1);
+  EXPECT_EQ(loss(), ref);
+}
+
+TEST_F(Sidecar, ARankThatNeverJoinsIsDegradedWithinTheBound) {
+  const double bound_s = 3;
+  const auto t0 = std::chrono::steady_clock::now();
+  // The plan names two pods; only these exist. p0 holds rank 0 and publishes the rendezvous,
+  // its rank waits for rank 1, which no pod runs; q1 waits for a rendezvous pod that is absent.
+  create_pod("p0", plan(2, {0}, 20, "p0"), bound_s);
+  PodPlan orphan = plan(2, {1}, 20, "ghost");
+  orphan.checkpoint_dir = (dir_ / "ck-q").string();
+  orphan.loss_log.clear();
+  create_pod("q1", orphan, bound_s);
+  ASSERT_TRUE(reports("p0", 1, PodState::kDegraded, 20s)) << phase("p0");
+  ASSERT_TRUE(reports("q1", 1, PodState::kDegraded, 20s)) << phase("q1");
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took_s, bound_s + 7) << "Degraded comes within the bound plus start-up";
+  EXPECT_FALSE(report("p0")->message.empty());
+  EXPECT_NE(report("q1")->message.find("ghost"), std::string::npos) << report("q1")->message;
+  EXPECT_EQ(report("p0")->message.find('\n'), std::string::npos);
+  std::fprintf(stderr, "degraded after %.2f s: p0 '%s'; q1 '%s'\n", took_s, report("p0")->message.c_str(),
+               report("q1")->message.c_str());
+}
+
+TEST_F(Sidecar, PodDeletionCheckpointsAndExitsZeroWithinTheGracePeriod) {
+  const int steps = 100000;
+  create_pod("p0", plan(2, {0, 1}, steps), 20, Json::array(), 20);
+  ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 3; }, 30s));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto del = client_->remove(kube::resources::pods, "default", "p0");
+  ASSERT_TRUE(del.ok()) << del.error().describe();
+  ASSERT_TRUE(wait_until([&] { return phase("p0") == "<gone>"; }, 25s));
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took_s, 20) << "gone within the 20 s grace period, so nobody was SIGKILLed";
+  std::fprintf(stderr, "pod gone %.2f s after deletion\n", took_s);
+  const std::string events = slurp(work("p0") / "sidecar-events.jsonl");
+  EXPECT_NE(events.find(R"("code":0,"epoch":1,"event":"exit")"), std::string::npos) << events;
+  EXPECT_NE(events.find(R"("event":"report","state":"Stopped")"), std::string::npos) << events;
+  // The stop checkpointed the last completed step: complete, and the loss log ends there.
+  std::int64_t newest = -1;
+  for (const auto& e : fs::directory_iterator(dir_ / "ck"))
+    if (e.path().filename().string().rfind("step_", 0) == 0 && fs::exists(e.path() / "DONE"))
+      newest = std::max<std::int64_t>(newest, std::stoll(e.path().filename().string().substr(5)));
+  EXPECT_EQ(newest, count_lines(dir_ / "loss.txt"));
+  EXPECT_GE(newest, 3);
+}
+
+TEST_F(Sidecar, CrashInATwoPodWorldIsFailedUntilTheOperatorBumpsTheEpoch) {
+  const int steps = 40;
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0}, steps));
+  create_pod("p1", plan(2, {1}, steps));
+  ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= 4; }, 30s));
+  Json victim = start_event(*this, "p1", "progress-e1-a1", 1);
+  ASSERT_FALSE(victim.is_null());
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim["pid"].get<long>()), SIGKILL), 0);
+  // Neither pod can restart the world alone: both report Failed for epoch 1 and wait.
+  ASSERT_TRUE(reports("p1", 1, PodState::kFailed, 20s)) << phase("p1");
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  EXPECT_FALSE(report("p1")->message.empty());
+  // The operator bumps the epoch (same layout), waits for Stopped, lifts the barrier.
+  PodPlan a = plan(2, {0}, steps, "p0", 2), b = plan(2, {1}, steps, "p0", 2);
+  a.barrier = b.barrier = 1;
+  patch_plan("p0", a);
+  patch_plan("p1", b);
+  ASSERT_TRUE(reports("p0", 2, PodState::kStopped, 20s));
+  ASSERT_TRUE(reports("p1", 2, PodState::kStopped, 20s));
+  a.barrier = b.barrier = 2;
+  // p1 first: p0's rendezvous annotation still names epoch 1, which p1 must not use.
+  patch_plan("p1", b);
+  ASSERT_TRUE(reports("p1", 2, PodState::kStarting, 10s));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(report("p1")->state, PodState::kStarting) << "started on epoch 1's rendezvous";
+  EXPECT_TRUE(progress_events("p1", "progress-e2").empty());
+  patch_plan("p0", a);
+  ASSERT_TRUE(reports("p0", 2, PodState::kSucceeded, 50s)) << phase("p0");
+  ASSERT_TRUE(reports("p1", 2, PodState::kSucceeded, 20s)) << phase("p1");
+  EXPECT_EQ(loss(), ref);
+}
+
+TEST_F(Sidecar, APlanOfAnOlderEpochIsIgnored) {
+  PodPlan held = plan(2, {0, 1}, 8, "p0", 5);
+  held.barrier = 4;
+  create_pod("p0", held);
+  ASSERT_TRUE(reports("p0", 5, PodState::kWaiting, 20s));
+  patch_plan("p0", plan(2, {0, 1}, 8, "p0", 3));  // stale, and its barrier is lifted
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(report("p0")->epoch, 5);
+  EXPECT_EQ(report("p0")->state, PodState::kWaiting);
+  EXPECT_FALSE(fs::exists(work("p0") / "rank-0.log")) << "no worker started for the stale plan";
+}
+
+TEST_F(Sidecar, GivesUpAfterMaxRestartsAndExitsNonZero) {
+  PodPlan broken = plan(2, {0, 1}, 8);
+  broken.data_path = (dir_ / "no-such-corpus.txt").string();  // every attempt fails at once
+  create_pod("p0", broken, 20, Json::array(), 30, {"--max-restarts", "2"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 30s)) << phase("p0");
+  auto r = report("p0");
+  EXPECT_EQ(r->restarts, 2);
+  EXPECT_EQ(r->message.rfind("gave up after 2 restarts: ", 0), 0u) << r->message;
+  EXPECT_NE(r->message.find("no-such-corpus"), std::string::npos) << r->message;
+  EXPECT_TRUE(wait_until([&] { return phase("p0") == "Failed"; }, 10s)) << phase("p0");
+}
+
+TEST_F(Sidecar, AWorkerKindItCannotRunIsFailedWithOneLine) {
+  PodPlan megatron = plan(1, {0}, 8);
+  megatron.worker_kind = "megatron";
+  create_pod("p0", megatron, 20, Json::array(), 30, {"--max-restarts", "0"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  EXPECT_NE(report("p0")->message.find("workerKind 'megatron'"), std::string::npos) << report("p0")->message;
+}
+}  // namespace
+}  // namespace flotilla::sidecar::testing

@@ -1,0 +1,82 @@
+// The worker flags the sidecar renders from a PodPlan parse back, in the real worker's parser,
+// to the job the plan describes.
+#include <gtest/gtest.h>
+
+#include "trainer-sidecar/worker_args.h"
+#include "worker/runtime/job_options.h"
+
+namespace flotilla::sidecar {
+namespace {
+
+PodPlan sample_plan() {
+  PodPlan p;
+  p.job = "ns/job";
+  p.epoch = 3;
+  p.barrier = 3;
+  p.model = "small";
+  p.seed = 77;
+  p.global_batch_size = 8;
+  p.micro_batch_size = 2;
+  p.virtual_shards = 4;
+  p.train_steps = 12;
+  p.world_size = 6;
+  p.pp = 3;
+  p.dp = 2;
+  p.partition = "0:1,1:4,4:6";
+  p.data_path = "/data/corpus.txt";
+  p.checkpoint_dir = "/ck";
+  p.checkpoint_every_steps = 5;
+  p.loss_log = "/ck/loss.txt";
+  p.ranks = {3, 4, 5};
+  p.rendezvous_pod = "pod-0";
+  return p;
+}
+
+TEST(SidecarWorkerArgs, RoundTripsThroughTheWorkersParser) {
+  const PodPlan plan = sample_plan();
+  auto args = worker_rank_args(plan, {"/w/progress.jsonl", 7.5});
+  ASSERT_EQ(args.front(), "rank");
+  auto parsed = worker::parse_job_options({args.begin() + 1, args.end()});
+  ASSERT_TRUE(std::holds_alternative<worker::JobOptions>(parsed)) << std::get<std::string>(parsed);
+  const auto& o = std::get<worker::JobOptions>(parsed);
+  EXPECT_EQ(o.model_name, "small");
+  EXPECT_EQ(o.world_size, 6);
+  EXPECT_EQ(o.pp, 3);
+  EXPECT_EQ(o.dp, 2);
+  EXPECT_EQ(o.partition, "0:1,1:4,4:6");
+  EXPECT_EQ(o.geometry.global_batch, 8);
+  EXPECT_EQ(o.geometry.micro_batch, 2);
+  EXPECT_EQ(o.geometry.virtual_shards, 4);
+  EXPECT_EQ(o.train.seed, 77u);
+  EXPECT_EQ(o.steps, 12);
+  EXPECT_EQ(o.data_path, "/data/corpus.txt");
+  EXPECT_EQ(o.checkpoint_dir, "/ck");
+  EXPECT_EQ(o.checkpoint_every, 5);
+  EXPECT_EQ(o.loss_log, "/ck/loss.txt");
+  EXPECT_EQ(o.progress, "/w/progress.jsonl");
+  EXPECT_DOUBLE_EQ(o.connect_timeout_s, 7.5);
+}
+
+TEST(SidecarWorkerArgs, OptionalFlagsAreLeftOutWhenEmpty) {
+  PodPlan plan = sample_plan();
+  plan.partition.clear();
+  plan.loss_log.clear();
+  auto args = worker_rank_args(plan, {});
+  for (const char* flag : {"--partition", "--loss-log", "--progress", "--connect-timeout"})
+    EXPECT_EQ(std::find(args.begin(), args.end(), flag), args.end()) << flag;
+  auto parsed = worker::parse_job_options({args.begin() + 1, args.end()});
+  EXPECT_TRUE(std::holds_alternative<worker::JobOptions>(parsed));
+}
+
+TEST(SidecarWorkerArgs, RankEnvironmentNamesTheGlobalRankAndLocalIndex) {
+  const PodPlan plan = sample_plan();
+  auto env = rank_env(plan, 1, "10.0.0.7", 29500);
+  EXPECT_EQ(env.at("RANK"), "4");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "6");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.7");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29500");
+}
+
+}  // namespace
+}  // namespace flotilla::sidecar

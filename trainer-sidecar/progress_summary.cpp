@@ -1,0 +1,42 @@
+#include "trainer-sidecar/progress_summary.h"
+
+namespace flotilla::sidecar {
+namespace {
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+void ProgressSummary::reset(int pp) { *this = ProgressSummary(pp); }
+
+bool ProgressSummary::fold(const std::string& line) {
+  if (line.find("\"step\"") == std::string::npos) return false;
+  auto p = parse_step_line(line, nullptr);
+  if (!p) return false;
+  has_step_ = true;
+  if (p->step + 1 >= completed_) {
+    completed_ = p->step + 1;
+    const bool last = p->stage == pp_ - 1;
+    if (last || !loss_from_last_stage_) {
+      loss_ = p->loss;
+      tokens_per_s_ = p->tokens_per_s;
+      loss_from_last_stage_ = loss_from_last_stage_ || last;
+    }
+  }
+  if (p->dp_index == 0)
+    stages_[p->stage] = StageSeconds{p->stage, mean(p->forward_seconds), mean(p->backward_seconds)};
+  return true;
+}
+
+std::vector<StageSeconds> ProgressSummary::stage_seconds() const {
+  std::vector<StageSeconds> out;
+  for (const auto& [stage, s] : stages_) out.push_back(s);
+  return out;
+}
+
+}  // namespace flotilla::sidecar

@@ -1,0 +1,45 @@
+// Folding the workers' step progress lines (common/progress_line.h) into the report's
+// progress fields: last completed step, loss, tokens/s and measured seconds per stage.
+//
+// Guarantees: fold() keeps, per pipeline stage, the newest step line of that stage's first
+//   replica seen in this pod; step is the highest completed step (line step + 1); loss and
+//   tokens/s come from the newest line of the last stage (the stage that computes the loss;
+//   every rank carries rank 0's global loss, so any line would do when the last stage is in
+//   another pod); forward/backward seconds are the mean over the stage's micro-batches.
+//   Lines of other events ("start", "checkpoint") are ignored.
+// Assumes: lines of one epoch and one attempt; reset() before a new attempt.
+// Caveats: pure (no I/O, no clock).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/pod_plan.h"
+#include "common/progress_line.h"
+
+namespace flotilla::sidecar {
+
+class ProgressSummary {
+ public:
+  explicit ProgressSummary(int pp = 1) : pp_(pp) {}
+  void reset(int pp);
+  // Returns true when the line was a step line.
+  bool fold(const std::string& line);
+  bool has_step() const { return has_step_; }
+  std::int64_t completed_steps() const { return completed_; }  // 0 when none this attempt
+  double loss() const { return loss_; }
+  double tokens_per_second() const { return tokens_per_s_; }
+  std::vector<StageSeconds> stage_seconds() const;
+
+ private:
+  int pp_ = 1;
+  bool has_step_ = false;
+  bool loss_from_last_stage_ = false;
+  std::int64_t completed_ = 0;
+  double loss_ = 0, tokens_per_s_ = 0;
+  std::map<int, StageSeconds> stages_;
+};
+
+}  // namespace flotilla::sidecar

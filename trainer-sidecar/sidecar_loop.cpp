@@ -1,0 +1,327 @@
+#include "trainer-sidecar/sidecar_loop.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "common/pod_plan.h"
+#include "kube/client.h"
+#include "kube/clock.h"
+#include "process/free_port.h"
+#include "process/stop_flag.h"
+#include "trainer-sidecar/pod_watch.h"
+#include "trainer-sidecar/progress_summary.h"
+#include "trainer-sidecar/progress_tail.h"
+#include "trainer-sidecar/supervisor.h"
+#include "trainer-sidecar/workers.h"
+#include "worker/launch/checkpoint_folder.h"
+
+namespace flotilla::sidecar {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kTick = 20ms;
+constexpr auto kRendezvousPoll = 100ms;
+constexpr auto kStopGrace = 20s;
+
+double unix_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void log_line(const std::string& s) { std::fprintf(stderr, "flotilla-sidecar: %s\n", s.c_str()); }
+
+class Sidecar {
+ public:
+  Sidecar(Options o, std::shared_ptr<kube::Client> client)
+      : o_(std::move(o)), client_(std::move(client)), watch_(client_, o_.pod_namespace, o_.pod_name) {
+    cfg_.max_restarts = o_.max_restarts;
+    fs::create_directories(o_.work_dir);
+    events_.open(fs::path(o_.work_dir) / "sidecar-events.jsonl", std::ios::app);
+    const char* ip = std::getenv("POD_IP");
+    pod_ip_ = ip != nullptr && *ip != '\0' ? ip : "127.0.0.1";
+  }
+
+  int run() {
+    while (!exit_code_) {
+      observe();
+      process_inputs();
+      if (!exit_code_) publish_report(false);
+      if (!exit_code_) std::this_thread::sleep_for(kTick);
+    }
+    return *exit_code_;
+  }
+
+ private:
+  void event(const std::string& name, const kube::Json& extra = kube::Json::object()) {
+    kube::Json j = extra;
+    j["event"] = name;
+    j["epoch"] = st_.epoch;
+    j["time_unix_ms"] = unix_ms();
+    events_ << j.dump() << '\n';
+    events_.flush();
+  }
+
+  void feed(Input in) { pending_.push_back(std::move(in)); }
+
+  void observe() {
+    if (process::stop_requested() && !st_.shutting_down) feed(shutdown());
+    observe_plan();
+    observe_rendezvous();
+    observe_progress();
+    observe_workers();
+    if (restart_at_ && Clock::now() >= *restart_at_) {
+      restart_at_.reset();
+      feed(restart_due());
+    }
+  }
+
+  void observe_plan() {
+    const kube::Json ann = watch_.annotations();
+    const std::string text = ann.value(kPlanAnnotation, std::string());
+    if (text.empty() || text == plan_text_) return;
+    plan_text_ = text;
+    auto parsed = parse_pod_plan(text);
+    if (auto* e = std::get_if<std::string>(&parsed)) {
+      log_line("ignoring a plan that does not parse: " + *e);
+      return;
+    }
+    PodPlan plan = std::get<PodPlan>(std::move(parsed));
+    if (plan.epoch < st_.epoch) return;  // stale: fenced by epoch
+    const bool local = static_cast<int>(plan.ranks.size()) == plan.world_size;
+    if (plan.epoch > st_.epoch) event("plan", {{"new_epoch", plan.epoch}});
+    feed(plan_input(plan.epoch, plan.barrier, local));
+    next_plan_ = std::move(plan);
+  }
+
+  void observe_rendezvous() {
+    if (!awaiting_rdv_ || Clock::now() < next_rdv_poll_) return;
+    next_rdv_poll_ = Clock::now() + kRendezvousPoll;
+    auto pod = client_->get(kube::resources::pods, o_.pod_namespace, plan_->rendezvous_pod);
+    if (pod.ok()) {
+      const std::string text = pod->value("/metadata/annotations"_json_pointer, kube::Json::object())
+                                   .value(kRendezvousAnnotation, std::string());
+      auto rz = parse_rendezvous(text);
+      if (auto* r = std::get_if<Rendezvous>(&rz); r != nullptr && r->epoch == st_.epoch) {
+        awaiting_rdv_ = false;
+        rdv_ = *r;
+        feed(rendezvous_ready(r->epoch));
+        return;
+      }
+    }
+    if (Clock::now() >= rdv_deadline_) {
+      awaiting_rdv_ = false;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", o_.rendezvous_timeout_s);
+      feed(rendezvous_timed_out(st_.epoch, "rendezvous of epoch " + std::to_string(st_.epoch) +
+                                               ": pod " + plan_->rendezvous_pod +
+                                               " did not publish its address within " + buf + " s"));
+    }
+  }
+
+  void observe_progress() {
+    for (const std::string& line : tail_.read_new_lines()) {
+      const bool first = !summary_.has_step();
+      if (summary_.fold(line) && first) event("first_step", {{"step", summary_.completed_steps()}});
+    }
+    if (summary_.has_step()) {
+      step_ = summary_.completed_steps();
+      loss_ = summary_.loss();
+      tokens_per_s_ = summary_.tokens_per_second();
+      stage_seconds_ = summary_.stage_seconds();
+    }
+  }
+
+  void observe_workers() {
+    if (!workers_.running()) return;
+    WorkerPoll p = workers_.poll();
+    if (p.new_failure) {
+      log_line(*p.new_failure);
+      feed(worker_failed(*p.new_failure));
+    }
+    workers_.kill_overdue();
+    if (p.all_exited) {
+      observe_progress();
+      event("workers_exited", {{"ok", p.all_ok}});
+      const auto ck = worker::find_latest_complete(plan_->checkpoint_dir);
+      const bool reached = ck && ck->step >= plan_->train_steps;
+      feed(workers_exited(p.all_ok, reached, !summary_.has_step()));
+    }
+  }
+
+  void process_inputs() {
+    while (!pending_.empty() && !exit_code_) {
+      Input in = std::move(pending_.front());
+      pending_.pop_front();
+      if (in.kind == InputKind::kPlan && next_plan_ && next_plan_->epoch == in.epoch &&
+          in.epoch >= st_.epoch && !st_.shutting_down)
+        plan_ = next_plan_;
+      const PodState before = st_.phase;
+      SupervisorStep s = step(st_, in, cfg_);
+      st_ = std::move(s.state);
+      if (before != st_.phase)
+        log_line(std::string("epoch ") + std::to_string(st_.epoch) + ": " + to_string(before) +
+                 " -> " + to_string(st_.phase) + (st_.message.empty() ? "" : " (" + st_.message + ")"));
+      for (const Action& a : s.actions) execute(a);
+    }
+  }
+
+  void execute(const Action& a) {
+    switch (a.kind) {
+      case ActionKind::kRendezvous: return begin_rendezvous();
+      case ActionKind::kSpawnWorkers: return spawn_workers();
+      case ActionKind::kStopWorkers:
+        event("stop_workers");
+        workers_.stop(kStopGrace);
+        return;
+      case ActionKind::kReport: return publish_report(true);
+      case ActionKind::kScheduleRestart:
+        restart_at_ = Clock::now() + std::chrono::milliseconds(a.delay_ms);
+        return;
+      case ActionKind::kExit:
+        event("exit", {{"code", a.exit_code}});
+        publish_report(true);
+        exit_code_ = a.exit_code;
+        return;
+    }
+  }
+
+  void begin_rendezvous() {
+    event("barrier_lifted");
+    if (attempt_epoch_ != st_.epoch) attempt_ = 0;  // attempts count per epoch
+    attempt_epoch_ = st_.epoch;
+    ++attempt_;
+    if (plan_->rendezvous_pod.empty() || plan_->rendezvous_pod == o_.pod_name) {
+      Rendezvous r{st_.epoch, pod_ip_, process::pick_free_port()};
+      kube::Json patch = {{"metadata", {{"annotations", {{kRendezvousAnnotation, encode_rendezvous(r)}}}}}};
+      auto res = client_->patch(kube::resources::pods, o_.pod_namespace, o_.pod_name,
+                                kube::PatchType::Merge, patch);
+      if (!res.ok()) {
+        feed(rendezvous_timed_out(st_.epoch, "cannot publish the rendezvous: " + res.error().describe()));
+        return;
+      }
+      rdv_ = r;
+      feed(rendezvous_ready(st_.epoch));
+      return;
+    }
+    awaiting_rdv_ = true;
+    next_rdv_poll_ = Clock::now();
+    rdv_deadline_ = Clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(o_.rendezvous_timeout_s * 1000));
+  }
+
+  void spawn_workers() {
+    event("rendezvous_ready", {{"port", rdv_.port}});
+    RankLaunch launch;
+    launch.progress_path = (fs::path(o_.work_dir) / ("progress-e" + std::to_string(st_.epoch) + "-a" +
+                                                     std::to_string(attempt_) + ".jsonl"))
+                               .string();
+    launch.connect_timeout_s = o_.rendezvous_timeout_s;
+    summary_.reset(plan_->pp);
+    tail_ = ProgressTail(launch.progress_path);
+    try {
+      if (plan_->worker_kind != "flotilla")
+        throw std::runtime_error("workerKind '" + plan_->worker_kind +
+                                 "' is not run by this sidecar yet (only flotilla)");
+      workers_.start(*plan_, o_.worker_binary, o_.work_dir, launch, rdv_.addr, rdv_.port);
+      event("spawned", {{"ranks", plan_->ranks}});
+    } catch (const std::exception& e) {
+      feed(worker_failed(std::string("cannot start the workers: ") + e.what()));
+      feed(workers_exited(false, false, true));
+    }
+  }
+
+  PodReport report() const {
+    PodReport r;
+    r.epoch = st_.epoch;
+    r.state = st_.phase;
+    r.step = step_;
+    r.loss = loss_;
+    r.tokens_per_second = tokens_per_s_;
+    if (plan_)
+      if (auto ck = worker::find_latest_complete(plan_->checkpoint_dir)) r.last_checkpoint_step = ck->step;
+    r.stage_seconds = stage_seconds_;
+    r.restarts = st_.restarts;
+    r.message = st_.message;
+    return r;
+  }
+
+  void publish_report(bool now) {
+    if (st_.epoch == 0) return;  // no plan yet: nothing to say
+    PodReport r = report();
+    const std::string key = encode_pod_report(r);
+    const auto t = Clock::now();
+    if (key == last_report_key_) return;
+    if (!now && t - last_report_at_ < std::chrono::milliseconds(o_.report_interval_ms)) return;
+    r.time = kube::format_rfc3339(std::chrono::system_clock::now());
+    kube::Json patch = {{"metadata", {{"annotations", {{kReportAnnotation, encode_pod_report(r)}}}}}};
+    for (int attempt = 0; attempt < (now ? 3 : 1); ++attempt) {
+      auto res = client_->patch(kube::resources::pods, o_.pod_namespace, o_.pod_name,
+                                kube::PatchType::Merge, patch);
+      if (res.ok()) {
+        last_report_key_ = key;
+        last_report_at_ = t;
+        event("report", {{"state", to_string(r.state)}, {"step", r.step}});
+        return;
+      }
+      if (res.is(kube::ErrorKind::NotFound)) return;
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+
+  Options o_;
+  std::shared_ptr<kube::Client> client_;
+  OwnPodWatch watch_;
+  SupervisorConfig cfg_;
+  SupervisorState st_;
+  std::deque<Input> pending_;
+  std::string plan_text_, pod_ip_;
+  std::optional<PodPlan> plan_, next_plan_;
+  WorkerSet workers_;
+  ProgressTail tail_;
+  ProgressSummary summary_;
+  int attempt_ = 0;
+  std::int64_t attempt_epoch_ = 0;
+  bool awaiting_rdv_ = false;
+  Clock::time_point rdv_deadline_, next_rdv_poll_;
+  Rendezvous rdv_;
+  std::optional<Clock::time_point> restart_at_;
+  std::int64_t step_ = 0;
+  double loss_ = 0, tokens_per_s_ = 0;
+  std::vector<StageSeconds> stage_seconds_;
+  std::string last_report_key_;
+  Clock::time_point last_report_at_{};
+  std::optional<int> exit_code_;
+  std::ofstream events_;
+};
+
+}  // namespace
+
+int run_sidecar(const Options& options) {
+  process::install_stop_handlers();
+  auto config = load_config(options);
+  if (!config.ok()) {
+    log_line("error: " + config.error().describe());
+    return 2;
+  }
+  Options o = options;
+  if (o.pod_namespace.empty()) o.pod_namespace = config->namespace_name;
+  auto client = kube::Client::create(*config);
+  if (!client.ok()) {
+    log_line("error: " + client.error().describe());
+    return 2;
+  }
+  log_line("pod " + o.pod_namespace + "/" + o.pod_name + ", work dir " + o.work_dir);
+  Sidecar sidecar(o, *client);
+  return sidecar.run();
+}
+
+}  // namespace flotilla::sidecar

@@ -1,0 +1,62 @@
+// The worker processes of one attempt: one `flotilla-worker rank` per planned rank of this pod.
+//
+// Guarantees:
+//   - start() spawns every rank through process/spawn.h: own process group, SIGTERM to it when
+//     the sidecar dies (PR_SET_PDEATHSIG), stdout+stderr appended to <work>/rank-<local>.log,
+//     the torchrun-style environment of worker_args.h. If one spawn throws, the ones started
+//     are killed and the exception propagates.
+//   - poll() reaps without blocking and reports the first rank that failed (non-zero exit or a
+//     signal) once, with one line from its log, and when every rank has exited.
+//   - stop(grace) SIGTERMs every running rank's group; kill_overdue() SIGKILLs those still
+//     alive once the grace has passed. The destructor SIGKILLs and reaps what is left.
+// Assumes: one thread drives it.
+// Caveats: the message is the last line of the rank's log that mentions "error" (the worker
+//   prints one such line), else how the process ended.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/pod_plan.h"
+#include "process/child.h"
+#include "trainer-sidecar/worker_args.h"
+
+namespace flotilla::sidecar {
+
+struct WorkerPoll {
+  std::optional<std::string> new_failure;  // the first failure, reported once
+  bool all_exited = false;
+  bool all_ok = false;
+};
+
+class WorkerSet {
+ public:
+  using Clock = std::chrono::steady_clock;
+  void start(const PodPlan& plan, const std::string& worker_binary,
+             const std::filesystem::path& work_dir, const RankLaunch& launch,
+             const std::string& master_addr, int master_port);
+  WorkerPoll poll();
+  void stop(std::chrono::milliseconds grace);
+  void kill_overdue();
+  bool running() const { return !ranks_.empty() && !all_exited_; }
+  std::vector<pid_t> pids() const;
+
+ private:
+  struct Rank {
+    process::Child child;
+    std::filesystem::path log;
+    std::optional<process::ExitStatus> status;
+  };
+  std::vector<Rank> ranks_;
+  bool failure_reported_ = false;
+  bool all_exited_ = false;
+  std::optional<Clock::time_point> kill_at_;
+};
+
+// The last line of `log` that mentions "error", else "".
+std::string last_error_line(const std::filesystem::path& log);
+
+}  // namespace flotilla::sidecar
