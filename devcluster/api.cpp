@@ -1,15 +1,20 @@
 #include "devcluster/api.h"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 
+#include "devcluster/builtin_schema.h"
+#include "devcluster/quantity.h"
 #include "devcluster/schema.h"
 #include "devcluster/selectors.h"
 #include "devcluster/strategic_merge.h"
 
 namespace flotilla::devcluster {
 namespace {
+
+const WriteOptions kInternal{false, "", true};
 
 bool valid_dns_subdomain(const std::string& name) {
   static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
@@ -96,6 +101,38 @@ std::vector<Cause> validate_pod(const Json& pod) {
       causes.push_back({at + ".name", "FieldValueDuplicate", "Duplicate value: \"" + c["name"].get<std::string>() + "\""});
     if (c.is_object() && c.value("image", "").empty()) causes.push_back({at + ".image", "FieldValueRequired", "Required value"});
   }
+  // Resource quantities (decoded as quantity strings already): never negative, and whole
+  // numbers for extended resources such as nvidia.com/gpu, as kube-apiserver validates them.
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!spec.contains(list) || !spec[list].is_array()) continue;
+    for (size_t i = 0; i < spec[list].size(); ++i) {
+      const Json& c = spec[list][i];
+      if (!c.is_object() || !c.contains("resources") || !c["resources"].is_object()) continue;
+      for (const char* kind : {"limits", "requests"}) {
+        const Json res = c["resources"].value(kind, Json::object());
+        if (!res.is_object()) continue;
+        for (const auto& [resource, q] : res.items()) {
+          std::string at = std::string("spec.") + list + "[" + std::to_string(i) + "].resources." + kind + "[" + resource + "]";
+          std::string text = q.is_string() ? q.get<std::string>() : q.dump();
+          auto value = quantity_value(q);
+          if (!value) continue;  // the decode refused malformed ones
+          bool extended = resource.find('/') != std::string::npos && resource.find("kubernetes.io/") == std::string::npos;
+          if (*value < 0)
+            causes.push_back({at, "FieldValueInvalid", "Invalid value: \"" + text + "\": must be greater than or equal to 0"});
+          else if (extended && *value != std::floor(*value))
+            causes.push_back({at, "FieldValueInvalid", "Invalid value: \"" + text + "\": must be an integer"});
+        }
+      }
+    }
+  }
+  if (spec.contains("terminationGracePeriodSeconds") && spec["terminationGracePeriodSeconds"].is_number_integer() &&
+      spec["terminationGracePeriodSeconds"].get<long long>() < 0)
+    causes.push_back({"spec.terminationGracePeriodSeconds", "FieldValueInvalid",
+                      "Invalid value: " + spec["terminationGracePeriodSeconds"].dump() + ": must be greater than or equal to 0"});
+  if (spec.contains("activeDeadlineSeconds") && spec["activeDeadlineSeconds"].is_number_integer() &&
+      spec["activeDeadlineSeconds"].get<long long>() <= 0)
+    causes.push_back({"spec.activeDeadlineSeconds", "FieldValueInvalid",
+                      "Invalid value: " + spec["activeDeadlineSeconds"].dump() + ": must be between 1 and 2147483647, inclusive"});
   std::string rp = spec.value("restartPolicy", "Always");
   if (rp != "Always" && rp != "OnFailure" && rp != "Never")
     causes.push_back({"spec.restartPolicy", "FieldValueNotSupported",
@@ -160,11 +197,30 @@ std::vector<Cause> validate_crd(const Json& crd) {
     else if (schema.value("type", "") != "object")
       causes.push_back({"spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema.type", "FieldValueInvalid",
                         "Invalid value: \"" + schema.value("type", "") + "\": must be object at the root"});
+    else
+      for (auto& c : validate_schema_definition(schema, "spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema"))
+        causes.push_back(std::move(c));
   }
   if (!versions.empty() && storage != 1)
     causes.push_back({"spec.versions", "FieldValueInvalid", "Invalid value: " + std::to_string(storage) +
                                                                 ": must have exactly one version marked as storage version"});
   return causes;
+}
+
+// Typed decode of a built-in kind (builtin_schema.h): 400 on a wrong type; unknown fields are
+// dropped with a warning, or refused under fieldValidation=Strict.
+std::optional<ApiError> decode_body(const ResourceType& type, Json& body, const WriteOptions& opts,
+                                    std::vector<std::string>* warnings) {
+  if (opts.internal || (!type.is_crd && !has_builtin_schema(type.kind))) return std::nullopt;
+  std::vector<std::string> unknown;
+  if (auto e = type.is_crd ? decode_custom_resource_meta(type.kind, type.api_version(), body, &unknown)
+                           : decode_builtin(type.kind, type.api_version(), body, &unknown))
+    return e;
+  if (unknown.empty()) return std::nullopt;
+  if (opts.field_validation == "Strict") return strict_decoding_error(unknown);
+  if (opts.field_validation != "Ignore")
+    for (const auto& p : unknown) warnings->push_back("unknown field \"" + p + "\"");
+  return std::nullopt;
 }
 
 }  // namespace
@@ -234,6 +290,8 @@ std::optional<ApiError> Api::check_crd_object(const ResourceType& type, Json& ob
 
 Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, const WriteOptions& opts) {
   if (!body.is_object()) return Outcome::fail(bad_request("the request body must be a JSON object"));
+  std::vector<std::string> decode_warnings;
+  if (auto e = decode_body(type, body, opts, &decode_warnings)) return Outcome::fail(*e);
   std::string api_version = type.api_version();
   if (body.contains("kind") && body["kind"] != type.kind)
     return Outcome::fail(bad_request("the kind in the data (" + body["kind"].dump() + ") does not match the expected kind (" +
@@ -268,6 +326,7 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
     meta.erase(k);
 
   Outcome out;
+  out.warnings = std::move(decode_warnings);
   if (type.plural == "pods" && type.group.empty()) {
     default_pod(body);
     auto causes = validate_pod(body);
@@ -345,6 +404,8 @@ Outcome Api::update(const ResourceType& type, const std::string& ns, const std::
 Outcome Api::update_locked(const ResourceType& type, const std::string& ns, const std::string& name, Json body,
                            bool status_subresource, const WriteOptions& opts, const ObjectPtr& current) {
   const Json& cur = *current;
+  std::vector<std::string> decode_warnings;
+  if (auto e = decode_body(type, body, opts, &decode_warnings)) return Outcome::fail(*e);
   if (!body.contains("metadata") || !body["metadata"].is_object()) body["metadata"] = Json::object();
   Json& meta = body["metadata"];
   std::string cur_rv = cur["metadata"].value("resourceVersion", "");
@@ -385,6 +446,7 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
     if (auto causes = validate_labels_and_annotations(next["metadata"]); !causes.empty())
       return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   Outcome out;
+  out.warnings = std::move(decode_warnings);
   if (type.is_crd) {
     if (auto err = check_crd_object(type, next, opts, &out.warnings)) return Outcome::fail(*err);
   } else if (type.plural == "pods" && type.group.empty() && !status_subresource) {
@@ -392,6 +454,10 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
     if (!causes.empty()) return Outcome::fail(invalid("", "Pod", name, std::move(causes)));
   } else if (type.plural == "secrets" && type.group.empty()) {
     default_secret(next);
+  } else if (type.plural == "customresourcedefinitions" && type.group == "apiextensions.k8s.io" && !status_subresource) {
+    // A CRD update is checked like a create: a schema that cannot be enforced is refused.
+    auto causes = validate_crd(next);
+    if (!causes.empty()) return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   }
   if (spec_part(next, type.has_status) != spec_part(cur, type.has_status) && cur["metadata"].contains("generation"))
     next["metadata"]["generation"] = cur["metadata"]["generation"].get<long long>() + 1;
@@ -481,16 +547,16 @@ Outcome Api::mutate(const ResourceType& type, const std::string& ns, const std::
   if (status_subresource && type.has_status) {
     // Status and metadata both may change: apply the main update, then the status.
     Json status = next.contains("status") ? next["status"] : Json();
-    Outcome main = update_locked(type, ns, name, next, false, {}, current);
+    Outcome main = update_locked(type, ns, name, next, false, kInternal, current);
     if (!main.ok()) return main;
     ObjectPtr after = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
     if (!after) return main;
     Json with_status = *after;
     if (status.is_null()) with_status.erase("status");
     else with_status["status"] = status;
-    return update_locked(type, ns, name, std::move(with_status), true, {}, after);
+    return update_locked(type, ns, name, std::move(with_status), true, kInternal, after);
   }
-  return update_locked(type, ns, name, std::move(next), false, {}, current);
+  return update_locked(type, ns, name, std::move(next), false, kInternal, current);
 }
 
 Outcome Api::remove_now_locked(const ResourceType& type, const std::string& ns, const std::string& name) {
@@ -603,10 +669,11 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   if (!store_.get_locked("/nodes", "", node)) return Outcome::fail(not_found("", "nodes", node));
   Json next = *current;
   next["spec"]["nodeName"] = node;
-  Outcome main = update_locked(*pods, ns, name, next, false, {}, current);
+  Outcome main = update_locked(*pods, ns, name, next, false, kInternal, current);
   if (!main.ok()) return main;
   ObjectPtr after = store_.get_locked("/pods", ns, name);
   Json with_status = *after;
+  if (!with_status["status"].is_object()) with_status["status"] = Json::object();  // a PUT of pods/status may drop it
   Json conds = with_status["status"].value("conditions", Json::array());
   {
     Json kept = Json::array();
@@ -616,7 +683,7 @@ Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json
   }
   conds.push_back({{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", now_rfc3339()}});
   with_status["status"]["conditions"] = conds;
-  Outcome o = update_locked(*pods, ns, name, std::move(with_status), true, {}, after);
+  Outcome o = update_locked(*pods, ns, name, std::move(with_status), true, kInternal, after);
   if (!o.ok()) return o;
   Outcome created;
   created.code = 201;

@@ -43,6 +43,9 @@ struct Outcome {
 struct WriteOptions {
   bool dry_run = false;
   std::string field_validation;  // "Strict", "Warn", "Ignore" or "" (= Warn for kubectl)
+  // A controller's own write (kubelet, scheduler, GC via mutate/bind): skips the typed decode of
+  // built-in kinds, so a status can still be written on an object stored before it existed.
+  bool internal = false;
 };
 
 struct DeleteOptions {

@@ -153,6 +153,7 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   StoreOptions sopts;
   sopts.dir = options.data_dir / "store";
   sopts.window_events = options.watch_window_events;
+  sopts.window_bytes = options.watch_window_bytes;
   if (!d.store.open(sopts, error)) return false;
   d.api = std::make_unique<Api>(d.store);
   d.api->reload_crds();

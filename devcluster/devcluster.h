@@ -24,6 +24,7 @@ struct DevclusterOptions {
   std::filesystem::path data_dir;
   std::filesystem::path kubeconfig_out;  // optional
   size_t watch_window_events = 20000;
+  size_t watch_window_bytes = size_t{64} << 20;  // memory of the retained events (store.h)
   int bookmark_interval_ms = 1000;
 };
 

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include "devcluster/builtin_schema.h"
+#include "devcluster/json_limits.h"
 #include "devcluster/protobuf_decode.h"
 #include "devcluster/selectors.h"
 #include "devcluster/tables.h"
@@ -679,6 +681,11 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   std::string auth = req.headers.get("Authorization");
   bool authenticated = (!options_.token.empty() && auth == "Bearer " + options_.token) || !w.peer_common_name().empty();
   if (!authenticated) return send_error(w, {401, "Unauthorized", "Unauthorized", "", "", "", {}});
+  // Before anything parses the body: nlohmann's copy, dump, compare and merge recurse, so a
+  // body nested 60,000 levels deep overflowed the stack (kube-apiserver stops at 10,000 too).
+  if (!req.body.empty() && req.headers.get("Content-Type").find("protobuf") == std::string::npos)
+    if (std::string_view problem = json_depth_problem(req.body); !problem.empty())
+      return send_error(w, bad_request(std::string(problem)));
 
   if (!seg.empty() && seg[0] == "openapi" && seg.size() >= 2 && (seg[1] == "v2" || seg[1] == "v3"))
     return openapi(req, seg, w);
@@ -767,7 +774,16 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     std::string ct = req.headers.get("Content-Type");
     if (ct.rfind("application/vnd.kubernetes.protobuf", 0) == 0) {
       std::string perr;
-      if (decode_kubernetes_protobuf(req.body, out, &perr)) return true;
+      if (decode_kubernetes_protobuf(req.body, out, &perr)) {
+        // Protobuf strings are bytes: refuse what JSON cannot carry (dump would throw later).
+        try {
+          (void)out->dump();
+          return true;
+        } catch (const std::exception& e) {
+          send_error(w, bad_request(std::string("the body of the request is not valid UTF-8: ") + e.what()));
+          return false;
+        }
+      }
       if (req.method == "DELETE") {  // typed clients send DeleteOptions as protobuf: use defaults
         *out = Json::object();
         return true;
@@ -805,6 +821,9 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     if (req.method != "POST") return send_error(w, {405, "MethodNotAllowed", "binding accepts POST only", "", "", "", {}});
     Json body;
     if (!parse_body(&body)) return;
+    if (!body.is_object()) return send_error(w, bad_request("the body of a binding must be a Binding object"));
+    std::vector<std::string> unknown;
+    if (auto e = decode_builtin("Binding", "v1", body, &unknown)) return send_error(w, *e);
     return respond_outcome(w, api_.bind_pod(ns, name, body), "v1");
   }
   bool status_sub = sub == "status";
@@ -837,6 +856,9 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     DeleteOptions dopts;
     Json body = Json::object();
     if (!req.body.empty() && !parse_body(&body)) return;
+    if (!body.is_object()) return send_error(w, bad_request("the body of a delete must be a DeleteOptions object"));
+    std::vector<std::string> unknown;  // ignored, as kube-apiserver does for DeleteOptions
+    if (auto e = decode_builtin("DeleteOptions", "meta.k8s.io/v1", body, &unknown)) return send_error(w, *e);
     if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
       dopts.grace_seconds = body["gracePeriodSeconds"].get<long long>();
     std::string grace_q = req.query_param("gracePeriodSeconds");

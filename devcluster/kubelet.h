@@ -96,6 +96,8 @@ class Kubelet {
   void loop();
   void full_resync();
   void handle_pod(const std::string& ns, const std::string& name);
+  // handle_pod(), but a pod it cannot read (an exception) is marked Failed, never fatal.
+  void handle_pod_guarded(const std::string& ns, const std::string& name);
   void handle_node(const std::string& name);
   void schedule_pending();
   void reap_children();

@@ -1,12 +1,15 @@
 // flotilla-devcluster: a local Kubernetes API server with virtual GPU nodes.
 //
 //   flotilla-devcluster --listen 127.0.0.1:PORT --nodes nodes.yaml --data-dir DIR --kubeconfig-out FILE
-//                       [--watch-window EVENTS] [--bookmark-interval-ms MS]
+//                       [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS]
 //   flotilla-devcluster admin ACTION [ARGS] --kubeconfig FILE
 //     fail-node NAME | recover-node NAME | cordon NAME | uncordon NAME | remove-node NAME
 //     add-node NAME --gpu-type T --gpu-count N [--zone Z] | compact | watch-window EVENTS
+#include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -25,7 +28,7 @@ namespace {
 int usage(const std::string& problem) {
   if (!problem.empty()) std::cerr << "flotilla-devcluster: " << problem << "\n";
   std::cerr << "usage: flotilla-devcluster --listen HOST:PORT --data-dir DIR [--nodes nodes.yaml] [--kubeconfig-out FILE]\n"
-               "                           [--watch-window EVENTS] [--bookmark-interval-ms MS]\n"
+               "                           [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS]\n"
                "       flotilla-devcluster admin fail-node|recover-node|cordon|uncordon|remove-node NAME --kubeconfig FILE\n"
                "       flotilla-devcluster admin add-node NAME --gpu-type T --gpu-count N [--zone Z] --kubeconfig FILE\n"
                "       flotilla-devcluster admin compact|watch-window EVENTS --kubeconfig FILE\n";
@@ -156,6 +159,22 @@ int run_admin(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every thread started from here on (one per connection) gets a 64 MiB stack (virtual; only
+  // what is touched is resident) instead of RLIMIT_STACK's: JSON up to kube-apiserver's
+  // 10,000 nesting levels is copied, compared and dumped recursively (json_limits.h), which
+  // needs about 2 MB in a release build and overflowed 8 MiB under AddressSanitizer.
+  // The main thread (which loads the store) grows up to RLIMIT_STACK, checked as it grows.
+  rlimit stack{};
+  if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY && stack.rlim_cur < (rlim_t{64} << 20)) {
+    stack.rlim_cur = stack.rlim_max == RLIM_INFINITY ? rlim_t{64} << 20 : std::min(stack.rlim_max, rlim_t{64} << 20);
+    setrlimit(RLIMIT_STACK, &stack);
+  }
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_attr_setstacksize(&attr, size_t{64} << 20);
+    pthread_setattr_default_np(&attr);
+    pthread_attr_destroy(&attr);
+  }
   if (wants_help(argc, argv)) return usage(""), 0;
   if (argc >= 2 && std::string(argv[1]) == "admin") return run_admin(argc, argv);
   std::vector<std::string> words;
@@ -165,7 +184,7 @@ int main(int argc, char** argv) {
   if (!words.empty()) return usage("unexpected argument '" + words[0] + "'");
   for (const auto& [k, v] : flags)
     if (k != "listen" && k != "nodes" && k != "data-dir" && k != "kubeconfig-out" && k != "watch-window" &&
-        k != "bookmark-interval-ms")
+        k != "watch-window-mib" && k != "bookmark-interval-ms")
       return usage("unknown flag --" + k);
   flotilla::devcluster::DevclusterOptions options;
   if (flags.count("listen")) options.listen = flags["listen"];
@@ -177,6 +196,11 @@ int main(int argc, char** argv) {
     if (!parse_int(flags["watch-window"], 1, std::numeric_limits<int>::max(), &value))
       return usage("--watch-window must be a positive integer (events), got '" + flags["watch-window"] + "'");
     options.watch_window_events = static_cast<size_t>(value);
+  }
+  if (flags.count("watch-window-mib")) {
+    if (!parse_int(flags["watch-window-mib"], 1, 1 << 20, &value))
+      return usage("--watch-window-mib must be a positive integer (MiB), got '" + flags["watch-window-mib"] + "'");
+    options.watch_window_bytes = static_cast<size_t>(value) << 20;
   }
   if (flags.count("bookmark-interval-ms")) {
     if (!parse_int(flags["bookmark-interval-ms"], 1, 3600000, &value))

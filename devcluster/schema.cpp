@@ -1,7 +1,8 @@
 #include "devcluster/schema.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <re2/re2.h>
 
 namespace flotilla::devcluster {
 namespace {
@@ -84,6 +85,21 @@ std::string type_of(const Json& v) {
   return "object";
 }
 
+// CRD patterns run on RE2: linear time in the input, no backtracking, so `^(a+)+$` against
+// 50,000 characters is as cheap as any other pattern (std::regex recursed until the stack
+// overflowed). RE2's syntax is Go's regexp syntax, which kube-apiserver uses for `pattern`.
+RE2::Options pattern_options() {
+  RE2::Options o;
+  o.set_log_errors(false);
+  return o;
+}
+
+// Why `pattern` cannot be enforced ("" when it can).
+std::string pattern_problem(const std::string& pattern) {
+  RE2 re(pattern, pattern_options());
+  return re.ok() ? "" : "must be a valid regular expression: " + re.error();
+}
+
 std::string shown(const Json& v) { return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump(); }
 
 void add(std::vector<Cause>* out, const std::string& path, const std::string& reason, const std::string& msg) {
@@ -148,14 +164,12 @@ void validate(const Json& schema, const Json& value, const std::string& path, st
                                               schema["minLength"].dump() + " chars long");
     if (schema.contains("maxLength") && len > schema["maxLength"].get<long long>())
       add(out, path, "FieldValueTooLong", "Too long: may not be longer than " + schema["maxLength"].dump());
-    if (schema.contains("pattern")) {
-      try {
-        std::regex re(schema["pattern"].get<std::string>(), std::regex::ECMAScript);
-        if (!std::regex_search(value.get<std::string>(), re))
-          add(out, path, "FieldValueInvalid", "Invalid value: " + shown(value) + ": " + where + " in body should match '" +
-                                                  schema["pattern"].get<std::string>() + "'");
-      } catch (const std::regex_error&) {
-      }
+    if (schema.contains("pattern") && schema["pattern"].is_string()) {
+      // CRD create refuses patterns that do not compile; one stored before that is skipped.
+      RE2 re(schema["pattern"].get<std::string>(), pattern_options());
+      if (re.ok() && !RE2::PartialMatch(value.get<std::string>(), re))
+        add(out, path, "FieldValueInvalid", "Invalid value: " + shown(value) + ": " + where + " in body should match '" +
+                                                schema["pattern"].get<std::string>() + "'");
     }
   }
   if (value.is_array()) {
@@ -184,7 +198,53 @@ void validate(const Json& schema, const Json& value, const std::string& path, st
   }
 }
 
+void check_definition(const Json& schema, const std::string& path, std::vector<Cause>* out) {
+  if (!schema.is_object()) return;
+  if (auto t = schema.find("type"); t != schema.end() && t->is_string()) {
+    static const char* kTypes[] = {"array", "boolean", "integer", "number", "object", "string"};
+    const std::string& type = t->get_ref<const std::string&>();
+    if (!type.empty() && std::none_of(std::begin(kTypes), std::end(kTypes), [&](const char* k) { return type == k; }))
+      add(out, path + ".type", "FieldValueNotSupported",
+          "Unsupported value: \"" + type + "\": supported values: \"array\", \"boolean\", \"integer\", \"number\", "
+          "\"object\", \"string\"");
+  }
+  auto ordered = [&](const char* lo, const char* hi) {
+    auto l = schema.find(lo), h = schema.find(hi);
+    if (l != schema.end() && h != schema.end() && l->is_number() && h->is_number() && l->get<double>() > h->get<double>())
+      add(out, path + "." + lo, "FieldValueInvalid",
+          "Invalid value: " + l->dump() + ": must be less than or equal to " + hi + " (" + h->dump() + ")");
+  };
+  ordered("minimum", "maximum");
+  ordered("minLength", "maxLength");
+  ordered("minItems", "maxItems");
+  ordered("minProperties", "maxProperties");
+  for (const char* k : {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"})
+    if (auto v = schema.find(k); v != schema.end() && v->is_number() && v->get<double>() < 0)
+      add(out, path + "." + k, "FieldValueInvalid", "Invalid value: " + v->dump() + ": must be greater than or equal to 0");
+  if (auto p = schema.find("pattern"); p != schema.end() && p->is_string())
+    if (std::string problem = pattern_problem(p->get_ref<const std::string&>()); !problem.empty())
+      add(out, path + ".pattern", "FieldValueInvalid", "Invalid value: " + shown(*p) + ": " + problem);
+  for (const char* k : {"properties", "patternProperties", "definitions"})
+    if (auto m = schema.find(k); m != schema.end() && m->is_object())
+      for (const auto& [name, sub] : m->items()) check_definition(sub, path + "." + k + "[" + name + "]", out);
+  for (const char* k : {"items", "additionalProperties", "additionalItems", "not"})
+    if (auto sub = schema.find(k); sub != schema.end()) {
+      if (sub->is_object()) check_definition(*sub, path + "." + k, out);
+      else if (sub->is_array())
+        for (size_t i = 0; i < sub->size(); ++i) check_definition((*sub)[i], path + "." + k + "[" + std::to_string(i) + "]", out);
+    }
+  for (const char* k : {"allOf", "anyOf", "oneOf"})
+    if (auto list = schema.find(k); list != schema.end() && list->is_array())
+      for (size_t i = 0; i < list->size(); ++i) check_definition((*list)[i], path + "." + k + "[" + std::to_string(i) + "]", out);
+}
+
 }  // namespace
+
+std::vector<Cause> validate_schema_definition(const Json& schema, const std::string& path) {
+  std::vector<Cause> out;
+  check_definition(schema, path, &out);
+  return out;
+}
 
 void apply_schema_defaults(const Json& schema, Json& object) { defaults(schema, object, ""); }
 

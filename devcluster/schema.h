@@ -6,8 +6,8 @@
 //   additionalProperties allow them, and reported so fieldValidation=Strict can refuse them.
 // Assumes: the schema is structural (every node has a type, or preserve-unknown-fields).
 // Caveats: supported keywords: type, properties, required, items, additionalProperties, enum,
-//   minimum/maximum (+exclusive), minLength/maxLength, minItems/maxItems, pattern (ECMAScript
-//   via std::regex), nullable, default, format int32/int64, x-kubernetes-int-or-string,
+//   minimum/maximum (+exclusive), minLength/maxLength, minItems/maxItems, pattern (Go/RE2
+//   syntax, linear-time matching), nullable, default, format int32/int64, x-kubernetes-int-or-string,
 //   x-kubernetes-preserve-unknown-fields, x-kubernetes-embedded-resource. No CEL rules
 //   (x-kubernetes-validations), no oneOf/anyOf/allOf/not.
 #pragma once
@@ -24,6 +24,13 @@ namespace flotilla::devcluster {
 void apply_schema_defaults(const nlohmann::json& schema, nlohmann::json& object);
 // Removes fields the schema does not allow; their paths go to *pruned.
 void prune_unknown_fields(const nlohmann::json& schema, nlohmann::json& object, std::vector<std::string>* pruned);
+// Checks a CRD's openAPIV3Schema itself (at CRD create and update), so a schema that cannot
+// be enforced is refused instead of silently ignored: every `type` is one of array, boolean,
+// integer, number, object, string; minimum <= maximum, minLength <= maxLength, minItems <=
+// maxItems, lengths and counts >= 0; every `pattern` compiles. `path` prefixes the causes
+// ("spec.versions[0].schema.openAPIV3Schema"). Types of keywords (required: "spec") are the
+// typed decode's job (builtin_schema.h).
+std::vector<Cause> validate_schema_definition(const nlohmann::json& schema, const std::string& path);
 // Validates a full object; metadata is not validated against the schema.
 std::vector<Cause> validate_against_schema(const nlohmann::json& schema, const nlohmann::json& object);
 

@@ -4,7 +4,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <iostream>
+#include <set>
+
+#include "devcluster/json_limits.h"
 
 namespace flotilla::devcluster {
 namespace {
@@ -12,6 +17,9 @@ namespace {
 constexpr uint64_t kFirstRv = 1000;  // leaves "0" and small numbers meaning "any" / unset
 
 std::string key_of(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+// Memory an event in the window holds: its watch line plus the parsed object (about as large).
+size_t event_cost(const StoredEvent& e) { return 2 * e.line.size() + 256; }
 
 bool write_all_fd(int fd, const std::string& data) {
   size_t done = 0;
@@ -81,7 +89,40 @@ void Store::close() {
   }
 }
 
+// Why a record that parsed cannot be applied ("" when it can): the API refuses such objects
+// at write time, so these come only from older versions or hand edits, and are skipped.
+std::string unusable_record(const Json& rec) {
+  auto o = rec.find("o");
+  if (o == rec.end() || !o->is_object()) return "its object is not a JSON object";
+  auto meta = o->find("metadata");
+  if (meta == o->end() || !meta->is_object()) return "its object has no metadata";
+  auto name = meta->find("name");
+  if (name == meta->end() || !name->is_string() || *name != rec.value("n", Json())) return "its metadata.name does not match";
+  return "";
+}
+
+// The rv of a log line without parsing it ({"rv":N,... as append_log_locked writes it); 0 if none.
+uint64_t leading_rv(const std::string& line) {
+  static const std::string prefix = "{\"rv\":";
+  if (line.compare(0, prefix.size(), prefix) != 0) return 0;
+  uint64_t rv = 0;
+  for (size_t i = prefix.size(); i < line.size() && i < prefix.size() + 19 && line[i] >= '0' && line[i] <= '9'; ++i)
+    rv = rv * 10 + static_cast<uint64_t>(line[i] - '0');
+  return rv;
+}
+
 bool Store::load(std::string* error) {
+  // Records that cannot be applied are skipped with one line each, and the file they came from
+  // is copied aside before open() replaces it, so nothing is lost and the start goes on.
+  std::set<std::filesystem::path> keep;
+  auto skip = [&](const std::filesystem::path& file, size_t line_no, const std::string& why) {
+    keep.insert(file);
+    std::cerr << "flotilla-devcluster: store: skipping " + file.string() + " line " + std::to_string(line_no) + ": " + why +
+                     " (a copy of the file is kept beside it as " + file.filename().string() + ".skipped-*)\n"
+              << std::flush;
+  };
+  // The record envelope adds a level or two around an object the API accepted.
+  auto too_deep = [](const std::string& line) { return json_nesting_depth(line) > kMaxJsonNestingDepth + 8; };
   auto apply = [&](const Json& rec, bool window_only) {
     uint64_t rv = rec.at("rv").get<uint64_t>();
     std::string type = rec.at("t").get<std::string>();
@@ -123,9 +164,19 @@ bool Store::load(std::string* error) {
       snapshot_rv = head.at("rv").get<uint64_t>();
       rv_ = snapshot_rv;
       window_floor_ = head.at("floor").get<uint64_t>();
+      size_t line_no = 1;
       while (std::getline(snap, line)) {
+        ++line_no;
         if (line.empty()) continue;
+        if (too_deep(line)) {
+          skip(snap_path, line_no, "nested more than " + std::to_string(kMaxJsonNestingDepth) + " levels");
+          continue;
+        }
         Json rec = Json::parse(line);
+        if (std::string why = unusable_record(rec); !why.empty()) {
+          skip(snap_path, line_no, why);
+          continue;
+        }
         if (rec.contains("w")) {
           apply(rec, true);
         } else {
@@ -159,14 +210,33 @@ bool Store::load(std::string* error) {
                  ") and later records follow it" + refuse;
         return false;
       }
+      if (too_deep(line)) {
+        rv_ = std::max(rv_, leading_rv(line));  // its resourceVersion was handed out
+        skip(path, line_no, "nested more than " + std::to_string(kMaxJsonNestingDepth) + " levels");
+        continue;
+      }
       try {
         Json rec = Json::parse(line);
         if (rec.at("rv").get<uint64_t>() <= snapshot_rv) continue;
+        if (std::string why = unusable_record(rec); !why.empty()) {
+          rv_ = std::max(rv_, rec.at("rv").get<uint64_t>());
+          skip(path, line_no, why);
+          continue;
+        }
         apply(rec, false);  // reads every field before it changes anything
       } catch (const std::exception& e) {
         bad = e.what();
         bad_line_no = line_no;
       }
+    }
+  }
+  const std::string suffix = ".skipped-" + std::to_string(::time(nullptr));
+  for (const auto& file : keep) {
+    std::error_code ec;
+    std::filesystem::copy_file(file, file.string() + suffix, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) {
+      *error = "cannot keep a copy of " + file.string() + " (it has records that are skipped): " + ec.message();
+      return false;
     }
   }
   return true;
@@ -190,6 +260,7 @@ bool Store::write_snapshot(std::string* error) {
     return false;
   }
   std::string buf = Json{{"rv", rv}, {"floor", floor}}.dump() + "\n";
+  size_t written = 0;
   bool ok = true;
   for (const auto& [resource, items] : objects) {
     for (const auto& [key, obj] : items) {
@@ -197,6 +268,7 @@ bool Store::write_snapshot(std::string* error) {
       buf += Json{{"r", resource}, {"ns", key.substr(0, slash)}, {"n", key.substr(slash + 1)}, {"o", *obj}}.dump();
       buf += '\n';
       if (buf.size() > (1 << 20)) {
+        written += buf.size();
         ok = ok && write_all_fd(fd, buf);
         buf.clear();
       }
@@ -207,10 +279,12 @@ bool Store::write_snapshot(std::string* error) {
                 {"o", *ev->object}}.dump();
     buf += '\n';
     if (buf.size() > (1 << 20)) {
+      written += buf.size();
       ok = ok && write_all_fd(fd, buf);
       buf.clear();
     }
   }
+  written += buf.size();
   ok = ok && write_all_fd(fd, buf) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) {
@@ -224,6 +298,10 @@ bool Store::write_snapshot(std::string* error) {
     return false;
   }
   fsync_dir(options_.dir);
+  {
+    std::lock_guard lock(mutex_);
+    snapshot_bytes_ = written;
+  }
   return true;
 }
 
@@ -238,7 +316,8 @@ void Store::sync_loop() {
       ::fdatasync(fd);
       lock.lock();
     }
-    if (log_events_ >= options_.compact_log_after_events && !stopping_) {
+    const size_t log_bytes_limit = std::max(options_.compact_log_min_bytes, 2 * snapshot_bytes_);
+    if ((log_events_ >= options_.compact_log_after_events || log_bytes_ >= log_bytes_limit) && !stopping_) {
       // Rotate the log, then write a snapshot that covers everything in the old one.
       ::fdatasync(log_fd_);
       ::close(log_fd_);
@@ -246,6 +325,7 @@ void Store::sync_loop() {
       std::filesystem::rename(options_.dir / "log", options_.dir / "log.old", ec);
       log_fd_ = ::open((options_.dir / "log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       log_events_ = 0;
+      log_bytes_ = 0;
       lock.unlock();
       std::string error;
       if (write_snapshot(&error)) std::filesystem::remove(options_.dir / "log.old", ec);
@@ -283,9 +363,15 @@ std::vector<std::pair<std::string, ObjectPtr>> Store::all_locked() const {
 }
 
 void Store::push_window_locked(EventPtr e) {
+  window_bytes_ += event_cost(*e);
   window_.push_back(std::move(e));
-  while (window_.size() > options_.window_events) {
+  trim_window_locked();
+}
+
+void Store::trim_window_locked() {
+  while (window_.size() > options_.window_events || (window_.size() > 1 && window_bytes_ > options_.window_bytes)) {
     window_floor_ = window_.front()->rv;
+    window_bytes_ -= event_cost(*window_.front());
     window_.pop_front();
   }
 }
@@ -300,6 +386,7 @@ void Store::append_log_locked(const StoredEvent& e) {
   rec += "}\n";
   write_all_fd(log_fd_, rec);
   ++log_events_;
+  log_bytes_ += rec.size();
   dirty_ = true;
 }
 
@@ -363,6 +450,7 @@ void Store::wait_locked(std::unique_lock<std::mutex>& lock, uint64_t since, std:
 void Store::compact_window() {
   std::lock_guard lock(mutex_);
   window_.clear();
+  window_bytes_ = 0;
   window_floor_ = rv_;
   cv_.notify_all();
 }
@@ -370,10 +458,7 @@ void Store::compact_window() {
 void Store::set_window_events(size_t n) {
   std::lock_guard lock(mutex_);
   options_.window_events = std::max<size_t>(n, 1);
-  while (window_.size() > options_.window_events) {
-    window_floor_ = window_.front()->rv;
-    window_.pop_front();
-  }
+  trim_window_locked();
 }
 
 }  // namespace flotilla::devcluster

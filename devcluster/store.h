@@ -10,7 +10,8 @@
 //   cannot be read or is corrupt, and then changes nothing on disk; only a torn last log line
 //   (a write cut short by a crash, never acknowledged) is dropped.
 // Assumes: callers hold lock() around *_locked calls; one process owns the data dir.
-// Caveats: the window counts events, not time; a watch from before it gets 410 Gone. Power
+// Caveats: the window is bounded by events and by bytes (StoreOptions), not time; a watch from
+//   before it gets 410 Gone. The log is compacted into a snapshot by event count and by size. Power
 //   loss may drop the writes of the last sync_interval (the OS had them, the disk not yet).
 #pragma once
 
@@ -46,8 +47,14 @@ using EventPtr = std::shared_ptr<const StoredEvent>;
 struct StoreOptions {
   std::filesystem::path dir;
   size_t window_events = 20000;
+  // Memory the retained events may hold: each counts twice its serialized size (the parsed
+  // object and its watch line). The oldest events go first; the newest is always kept.
+  size_t window_bytes = size_t{64} << 20;
   std::chrono::milliseconds sync_interval{200};
   size_t compact_log_after_events = 200000;  // rewrite the snapshot when the log is this long
+  // ... or this many bytes, or twice the last snapshot, whichever is larger: restart time and
+  // memory stay proportional to the live data, not to how often it was rewritten.
+  size_t compact_log_min_bytes = size_t{64} << 20;
 };
 
 class Store {
@@ -86,12 +93,14 @@ class Store {
   // Forgets the watch window (every older watch now gets 410 Gone).
   void compact_window();
   void set_window_events(size_t n);
+  size_t window_bytes_locked() const { return window_bytes_; }
   void notify_all() { cv_.notify_all(); }
 
  private:
   std::string make_line(const std::string& type, const Json& obj) const;
   void append_log_locked(const StoredEvent& e);
   void push_window_locked(EventPtr e);
+  void trim_window_locked();
   bool load(std::string* error);
   bool write_snapshot(std::string* error);
   void sync_loop();
@@ -105,6 +114,9 @@ class Store {
   uint64_t window_floor_ = 0;  // watches from rv >= floor can resume
   int log_fd_ = -1;
   size_t log_events_ = 0;
+  size_t log_bytes_ = 0;
+  size_t snapshot_bytes_ = 0;  // size of the last snapshot written
+  size_t window_bytes_ = 0;    // sum of event_cost() over window_
   bool dirty_ = false;
   bool stopping_ = false;
   std::thread sync_thread_;

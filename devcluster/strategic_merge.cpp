@@ -25,9 +25,12 @@ std::string merge_key(const std::string& field, const Json& sample) {
 
 bool primitive_set_field(const std::string& field) { return field == "finalizers"; }
 
-Json merge_value(const Json& original, const Json& patch, const std::string& field);
+// `original` is taken by value and moved down the recursion, and results are moved up, so a
+// patch nested N levels deep costs O(N), not O(N^2) subtree copies (a 9,000-level patch took
+// 3.9 s, and over 30 s under AddressSanitizer).
+Json merge_value(Json original, const Json& patch, const std::string& field);
 
-Json merge_list(const Json& original, const Json& patch, const std::string& field) {
+Json merge_list(Json original, const Json& patch, const std::string& field) {
   if (!original.is_array()) {
     Json out = Json::array();
     for (const auto& el : patch)
@@ -35,7 +38,7 @@ Json merge_list(const Json& original, const Json& patch, const std::string& fiel
     return out;
   }
   if (primitive_set_field(field)) {
-    Json out = original;
+    Json out = std::move(original);
     for (const auto& el : patch) {
       bool present = false;
       for (const auto& o : out) present = present || o == el;
@@ -54,7 +57,7 @@ Json merge_list(const Json& original, const Json& patch, const std::string& fiel
         if (!(e.is_object() && e.contains("$patch"))) out.push_back(e);
       return out;
     }
-  Json out = original;
+  Json out = std::move(original);
   for (const auto& el : patch) {
     if (!el.is_object() || !el.contains(key)) {
       out.push_back(el);
@@ -66,7 +69,7 @@ Json merge_list(const Json& original, const Json& patch, const std::string& fiel
       if (out[i].is_object() && out[i].contains(key) && out[i][key] == el[key]) {
         matched = true;
         if (remove) out.erase(out.begin() + static_cast<long>(i));
-        else out[i] = merge_value(out[i], el, "");
+        else out[i] = merge_value(std::move(out[i]), el, "");
         break;
       }
     }
@@ -79,14 +82,14 @@ Json merge_list(const Json& original, const Json& patch, const std::string& fiel
   return out;
 }
 
-Json merge_map(const Json& original, const Json& patch) {
+Json merge_map(Json original, const Json& patch) {
   if (patch.contains("$patch") && patch["$patch"] == "replace") {
     Json out = patch;
     out.erase("$patch");
     return out;
   }
   if (patch.contains("$patch") && patch["$patch"] == "delete") return Json();
-  Json out = original.is_object() ? original : Json::object();
+  Json out = original.is_object() ? std::move(original) : Json::object();
   for (auto& [k, v] : patch.items()) {
     if (k == "$patch" || k == "$retainKeys" || k.rfind("$setElementOrder/", 0) == 0) continue;
     if (k.rfind("$deleteFromPrimitiveList/", 0) == 0) {
@@ -106,16 +109,17 @@ Json merge_map(const Json& original, const Json& patch) {
       out.erase(k);
       continue;
     }
-    Json merged = merge_value(out.contains(k) ? out[k] : Json(), v, k);
+    auto it = out.find(k);
+    Json merged = merge_value(it != out.end() ? std::move(*it) : Json(), v, k);
     if (merged.is_null()) out.erase(k);
-    else out[k] = merged;
+    else out[k] = std::move(merged);
   }
   return out;
 }
 
-Json merge_value(const Json& original, const Json& patch, const std::string& field) {
-  if (patch.is_object()) return merge_map(original, patch);
-  if (patch.is_array()) return merge_list(original, patch, field);
+Json merge_value(Json original, const Json& patch, const std::string& field) {
+  if (patch.is_object()) return merge_map(std::move(original), patch);
+  if (patch.is_array()) return merge_list(std::move(original), patch, field);
   return patch;
 }
 

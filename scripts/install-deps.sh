@@ -10,7 +10,7 @@ packages=(
   # the build: compiler, CMake, ccache, and the libraries the rooms link
   build-essential cmake ccache pkg-config git
   libssl-dev openssl ca-certificates
-  nlohmann-json3-dev libyaml-cpp-dev
+  nlohmann-json3-dev libyaml-cpp-dev libre2-dev
   libgtest-dev libgmock-dev googletest
   # the tests: pgrep (process-group checks), gnuplot (simulate --sweep plots)
   procps gnuplot-nox

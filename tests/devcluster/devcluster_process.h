@@ -158,7 +158,7 @@ class DevclusterProcess {
     } catch (...) {
       j = Json{{"raw", r.response.body}};
     }
-    return {r.response.status, j};
+    return {r.response.status, std::move(j)};  // a copy would recurse as deep as the body
   }
 
   // kubectl is preinstalled where Flotilla builds; elsewhere the kubectl checks are skipped.
