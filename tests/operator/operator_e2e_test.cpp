@@ -208,13 +208,15 @@ TEST_F(LocalCluster, OperatorKilledMidRescaleResumesItOnce) {
   auto client = flotilla::kube::Client::create(*config).value();
   const flotilla::kube::Resource tjs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
   apply_job(600);
-  ASSERT_TRUE(wait_for(
-      [&] {
-        auto job = client->get(tjs, "default", "demo");
-        return job && job->value("/status/phase"_json_pointer, std::string()) == "Rescaling";
-      },
-      30s))
-      << field(".status");
+  // Mid-rescale: the new epoch is in status.plan, its barrier not lifted yet (a window of well
+  // under a second, so this polls the API directly every 10 ms).
+  bool mid_rescale = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + 60s;
+       !mid_rescale && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(10ms)) {
+    auto job = client->get(tjs, "default", "demo");
+    mid_rescale = job && job->value("/status/phase"_json_pointer, std::string()) == "Rescaling";
+  }
+  ASSERT_TRUE(mid_rescale) << field(".status");
   ASSERT_EQ(::kill(op, SIGKILL), 0);
   const std::string epoch_at_kill = field(".status.plan.epoch");
   flotilla::process::SpawnOptions again;
@@ -223,14 +225,17 @@ TEST_F(LocalCluster, OperatorKilledMidRescaleResumesItOnce) {
   flotilla::process::Child restarted = flotilla::process::spawn(again);
   ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
                                                                                      << events();
-  // The rescale the first operator started is the one that ran: one plan for that epoch.
+  // The rescale the first operator started is the one that ran: at most one plan for that epoch,
+  // and no later epoch (all four GPUs are in use, so nothing else would rescale).
   auto list = client->list(flotilla::kube::resources::events, "default");
   ASSERT_TRUE(list);
   int plans_for_epoch = 0;
   for (const auto& e : (*list)["items"])
     if (e.value("reason", "") == "Planned" && e.value("message", "").rfind("epoch " + epoch_at_kill + ":", 0) == 0)
       plans_for_epoch += e.value("count", 1);
-  EXPECT_EQ(plans_for_epoch, 1) << events();
+  // The first operator may have died before recording its event; the second never plans it again.
+  EXPECT_LE(plans_for_epoch, 1) << events();
+  EXPECT_EQ(field(".status.plan.epoch"), epoch_at_kill) << "the restart started another rescale\n" << events();
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(600));
   restarted.terminate(5000ms);
 }

@@ -34,7 +34,10 @@ std::vector<std::int32_t> text_tokens() {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (text.size() < 2000) text += "the quick brown fox jumps over the lazy dog. ";
   while (text.size() < 20000) text += text;
-  return {text.begin(), text.end()};
+  // Bytes are token ids 0..255: read them unsigned (the README holds UTF-8 such as "λ").
+  std::vector<std::int32_t> ids;
+  for (unsigned char byte : text) ids.push_back(byte);
+  return ids;
 }
 
 struct Batch {
@@ -55,8 +58,8 @@ Batch make_batch(const std::vector<std::int32_t>& stream, int B, int T, std::siz
 }
 
 // Runs forward+backward of one micro-batch through a chain of stages; returns the loss.
-float step_through(std::vector<std::unique_ptr<fw::Stage>>& stages, const fw::MicroBatch& mb,
-                   std::uint64_t id, float dloss) {
+float step_through(std::vector<std::unique_ptr<fw::Stage>>& stages, const fw::MicroBatch& mb, std::uint64_t id,
+                   float dloss) {
   std::vector<float> act;
   float loss = 0;
   for (auto& s : stages) act = s->forward(id, mb, act, &loss);
@@ -65,8 +68,7 @@ float step_through(std::vector<std::unique_ptr<fw::Stage>>& stages, const fw::Mi
   return loss;
 }
 
-std::vector<std::unique_ptr<fw::Stage>> make_stages(const fw::GPTConfig& c,
-                                                    const std::vector<int>& bounds,
+std::vector<std::unique_ptr<fw::Stage>> make_stages(const fw::GPTConfig& c, const std::vector<int>& bounds,
                                                     std::uint64_t seed, fw::Backend& be) {
   std::vector<std::unique_ptr<fw::Stage>> out;
   for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
@@ -97,11 +99,11 @@ TEST(ModelConfig, LearningRateScheduleHandComputed) {
   t.min_lr_ratio = 0.1f;
   t.warmup_steps = 10;
   t.total_steps = 110;
-  EXPECT_FLOAT_EQ(fw::learning_rate(t, 0), 1e-4f);    // 1e-3 * 1/10
-  EXPECT_FLOAT_EQ(fw::learning_rate(t, 9), 1e-3f);    // end of warm-up
-  EXPECT_FLOAT_EQ(fw::learning_rate(t, 10), 1e-3f);   // cosine starts at the peak
-  EXPECT_FLOAT_EQ(fw::learning_rate(t, 60), 5.5e-4f); // halfway: (1e-3 + 1e-4) / 2
-  EXPECT_FLOAT_EQ(fw::learning_rate(t, 110), 1e-4f);  // floor
+  EXPECT_FLOAT_EQ(fw::learning_rate(t, 0), 1e-4f);     // 1e-3 * 1/10
+  EXPECT_FLOAT_EQ(fw::learning_rate(t, 9), 1e-3f);     // end of warm-up
+  EXPECT_FLOAT_EQ(fw::learning_rate(t, 10), 1e-3f);    // cosine starts at the peak
+  EXPECT_FLOAT_EQ(fw::learning_rate(t, 60), 5.5e-4f);  // halfway: (1e-3 + 1e-4) / 2
+  EXPECT_FLOAT_EQ(fw::learning_rate(t, 110), 1e-4f);   // floor
   EXPECT_FLOAT_EQ(fw::learning_rate(t, 500), 1e-4f);
 }
 
@@ -185,8 +187,7 @@ TEST(ModelStages, AnyPartitionIsBitIdentical) {
     }
     EXPECT_TRUE(bit_equal(losses, ref_losses)) << "partition with " << bounds.size() - 1 << " stages";
     ASSERT_EQ(grads.size(), ref_grads.size());
-    for (std::size_t u = 0; u < grads.size(); ++u)
-      EXPECT_TRUE(bit_equal(grads[u], ref_grads[u])) << "unit " << u;
+    for (std::size_t u = 0; u < grads.size(); ++u) EXPECT_TRUE(bit_equal(grads[u], ref_grads[u])) << "unit " << u;
   }
   // Untrained byte model: loss near ln(256) = 5.545.
   EXPECT_NEAR(ref_losses[0], std::log(256.0), 0.1);
@@ -258,11 +259,10 @@ TEST(ModelTraining, SmallModelLossDecreasesOnText) {
     for (auto& s : stages) s->adamw_step(train, step, scale);
   }
   const double ms_per_step =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-      steps;
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
   RecordProperty("small_ms_per_step_B4", std::to_string(ms_per_step));
-  std::printf("small model, B=4 x T=%d: %.1f ms/step; loss %.3f -> %.3f\n", c.seq_len, ms_per_step,
-              losses.front(), losses.back());
+  std::printf("small model, B=4 x T=%d: %.1f ms/step; loss %.3f -> %.3f\n", c.seq_len, ms_per_step, losses.front(),
+              losses.back());
   double first = 0, last = 0;
   for (int i = 0; i < 5; ++i) first += losses[i] / 5, last += losses[steps - 5 + i] / 5;
   EXPECT_NEAR(losses.front(), std::log(256.0), 0.1);
