@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace flotilla::planner {
 std::string fixed_digits(double value, int digits) {
@@ -115,7 +116,7 @@ std::string materialize_plan(const SearchRequest& request, const std::vector<Sea
 std::map<std::string, int> gpus_per_type(const Plan& plan) {
   std::map<std::string, int> used;
   for (const Stage& stage : plan.stages) {
-    for (const Replica& replica : stage.replicas) used[replica.gpu_type] += stage.tp;
+    for (int r = 0; r < stage.dp(); ++r) used[stage.replicas[static_cast<std::size_t>(r)].gpu_type] += stage.replica_tp(r);
   }
   return used;
 }
@@ -123,7 +124,7 @@ std::map<std::string, int> gpus_per_type(const Plan& plan) {
 std::map<std::string, int> gpus_per_zone(const Plan& plan) {
   std::map<std::string, int> used;
   for (const Stage& stage : plan.stages) {
-    for (const Replica& replica : stage.replicas) used[replica.zone] += stage.tp;
+    for (int r = 0; r < stage.dp(); ++r) used[stage.replicas[static_cast<std::size_t>(r)].zone] += stage.replica_tp(r);
   }
   return used;
 }
@@ -173,8 +174,20 @@ std::string describe_plan(const Plan& plan) {
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const Stage& stage = plan.stages[s];
     if (s > 0) text += " | ";
-    text += (stage.replicas.empty() ? std::string("?") : stage.replicas.front().gpu_type) +
-            " TP" + std::to_string(stage.tp) + " x" + std::to_string(stage.num_blocks()) + "b";
+    // One type and TP: "A100-40 TP2 x3b"; mixed replicas: "A100-40 TP2 x3 + V100-16 TP4 x1 x3b".
+    std::vector<std::pair<std::pair<std::string, int>, int>> kinds;
+    for (int r = 0; r < stage.dp(); ++r) {
+      const std::pair<std::string, int> k{stage.replicas[static_cast<std::size_t>(r)].gpu_type, stage.replica_tp(r)};
+      if (!kinds.empty() && kinds.back().first == k) ++kinds.back().second;
+      else kinds.push_back({k, 1});
+    }
+    if (kinds.empty()) text += "?";
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      if (k > 0) text += " + ";
+      text += kinds[k].first.first + " TP" + std::to_string(kinds[k].first.second);
+      if (kinds.size() > 1) text += " x" + std::to_string(kinds[k].second);
+    }
+    text += " x" + std::to_string(stage.num_blocks()) + "b";
   }
   return text;
 }
