@@ -93,9 +93,14 @@ struct Pending {
 
 class Searcher {
  public:
-  Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result)
-      : request_(request), context_(context), result_(result), collector_(request, result) {
-    pools_ = merged_pools(request, *context.catalog);
+  // `pools`: the pools to search (mixed_pool_sets()); null: the request's own.
+  // `known_best`: the objective (iteration seconds, or USD per iteration) of a plan already
+  // found, which seeds the branch and bound.
+  Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result,
+           const std::vector<SearchPool>* pools = nullptr, std::optional<double> known_best = std::nullopt)
+      : request_(request), context_(context), result_(result), collector_(request, result),
+        best_feasible_value_(known_best) {
+    pools_ = pools != nullptr ? *pools : merged_pools(request, *context.catalog);
     for (const SearchPool& pool : pools_) total_gpus_ += pool.gpus;
     blocks_ = request.model.num_blocks();
     max_stages_ = request.options.max_stages > 0 ? std::min(request.options.max_stages, blocks_)
@@ -411,6 +416,40 @@ class Searcher {
 
 namespace {
 
+// Issue 13: one more search per pair of pools whose types a stage may mix (mixed_pool_sets());
+// their plans join the ranking (duplicates of plans already found are dropped).
+void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& context, SearchResult& result) {
+  std::deque<GpuType> storage;
+  const auto sets = mixed_pool_sets(merged_pools(request, *context.catalog), request.model, *context.compute, storage);
+  if (sets.empty()) return;
+  std::set<std::string> seen;
+  for (const RankedPlan& p : result.plans) seen.insert(describe_plan(p.plan));
+  // The best plan with one type per stage bounds the mixed passes: they only matter if they
+  // beat it. (Their DP sees a mixed stage as its slower type, so the bound is conservative.)
+  std::optional<double> known_best;
+  if (!result.plans.empty()) {
+    const Evaluation& e = result.plans.front().evaluation;
+    known_best = request.objective == Objective::kMaxThroughput ? e.iter_seconds : e.usd_per_iteration;
+  }
+  for (const auto& pools : sets) {
+    SearchResult more;
+    Searcher(request, context, more, &pools, known_best).run();
+    result.stats.dp_runs += more.stats.dp_runs;
+    result.stats.dp_states += more.stats.dp_states;
+    result.stats.evaluations += more.stats.evaluations;
+    result.stats.plans_considered += more.stats.plans_considered;
+    for (const auto& [kind, count] : more.rejection_counts) result.rejection_counts[kind] += count;
+    for (RankedPlan& p : more.plans)
+      if (seen.insert(describe_plan(p.plan)).second) result.plans.push_back(std::move(p));
+  }
+  std::stable_sort(result.plans.begin(), result.plans.end(), [&](const RankedPlan& a, const RankedPlan& b) {
+    return better_plan(a.evaluation, a.plan.num_gpus(), a.plan.num_stages(), b.evaluation, b.plan.num_gpus(),
+                       b.plan.num_stages(), request.objective);
+  });
+  if (static_cast<int>(result.plans.size()) > request.options.max_plans) result.plans.resize(request.options.max_plans);
+  if (!result.plans.empty()) result.failure.clear();
+}
+
 // One search (with regrouping when a grouped one finds nothing); the whole search when no
 // uniform TP is asked for.
 SearchResult search_once(const SearchRequest& request, const EvalContext& context) {
@@ -449,6 +488,7 @@ SearchResult search_once(const SearchRequest& request, const EvalContext& contex
     retry.stats.plans_considered += result.stats.plans_considered;
     result = std::move(retry);
   }
+  if (request.options.mix_types_within_stage) add_mixed_stage_plans(request, context, result);
   if (result.plans.empty() && result.stats.layers_per_dp_position > 1)
     result.failure += " (searched with " + std::to_string(result.stats.layers_per_dp_position) +
                       " layers per stage-DP position; a split at single layers was not searched)";

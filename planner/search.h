@@ -73,6 +73,10 @@ struct SearchOptions {
   // When grouped positions find no plan, search again with twice the positions (up to
   // kMaxRegroupPositions). suggest.h turns it off: its ~20 trial searches would each repeat.
   bool regroup_when_empty = true;
+  // Issue 13: also search plans whose stages mix two GPU types of one region among their DP
+  // replicas (search_space.h, mixed_pool_sets()): one more stage-DP pass per such pair of
+  // pools; exhaustive_search() walks the same space.
+  bool mix_types_within_stage = true;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)

@@ -182,7 +182,13 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
     exact_request.options.max_stage_dp_positions = 0;
     fp::SearchRequest old_request = exact_request;
     old_request.options.quadratic_stage_dp = true;
+    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
+    fp::SearchRequest one_type_request = request;
+    one_type_request.options.mix_types_within_stage = false;
+    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
     std::printf("%s\n", scenario.name);
+    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
+                one_type.seconds, tokens(one_type.result));
     std::printf("  search   %8.3f s  %10.1f tokens/s  %s  (%d layers per DP position, %lld states)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -274,7 +280,13 @@ int main(int argc, char** argv) {
     plain_request.options.heuristics = false;
     const bool run_plain = !skip_baseline && (index < 2 || !quick);
     const Timed plain = run_plain ? timed_search(plain_request, context, 1) : Timed{};
+    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
+    fp::SearchRequest one_type_request = request;
+    one_type_request.options.mix_types_within_stage = false;
+    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
     std::printf("%s\n", scenario.name);
+    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
+                one_type.seconds, tokens(one_type.result));
     std::printf("  search   %8.3f s  %10.0f tokens/s  %s  (%lld DP runs, %lld states, %lld evaluations)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -293,6 +305,9 @@ int main(int argc, char** argv) {
                   plain.seconds / fast.seconds,
                   tokens(plain.result) > 0 ? tokens(fast.result) / tokens(plain.result) : 0.0,
                   plain.result.rejection_counts.count("truncated") ? " (some DPs truncated)" : "");
+    std::printf("  mixed-type stages: time %.2fx of one type per stage, throughput ratio %.4f\n",
+                fast.seconds / one_type.seconds,
+                tokens(one_type.result) > 0 ? tokens(fast.result) / tokens(one_type.result) : 0.0);
     std::printf("  speedup over baseline %.1fx, throughput ratio %.4f", slow.seconds / fast.seconds,
                 tokens(slow.result) > 0 ? tokens(fast.result) / tokens(slow.result) : 0.0);
     if (scenario.sailor_seconds > 0) std::printf(", Sailor reported %.1f s", scenario.sailor_seconds);
