@@ -420,7 +420,8 @@ namespace {
 // their plans join the ranking (duplicates of plans already found are dropped).
 void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& context, SearchResult& result) {
   std::deque<GpuType> storage;
-  const auto sets = mixed_pool_sets(merged_pools(request, *context.catalog), request.model, *context.compute, storage);
+  const std::vector<SearchPool> pools_all = merged_pools(request, *context.catalog);
+  const auto sets = mixed_pool_sets(pools_all, request.model, *context.compute, storage);
   if (sets.empty()) return;
   std::set<std::string> seen;
   for (const RankedPlan& p : result.plans) seen.insert(describe_plan(p.plan));
@@ -431,9 +432,41 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
     const Evaluation& e = result.plans.front().evaluation;
     known_best = request.objective == Objective::kMaxThroughput ? e.iter_seconds : e.usd_per_iteration;
   }
+  // Mixing only helps where a type runs out: with one type per stage a stage already takes
+  // the faster type alone, and the slowest replica sets the stage time. So a pair is searched
+  // only when the best one-type plan leaves fewer than D GPUs of one of its pools (or no plan
+  // was found); the oracle walks every pair.
+  std::map<std::string, int> used;
+  if (!result.plans.empty()) used = gpus_per_type(result.plans.front().plan);
+  const int best_dp = result.plans.empty() ? 0 : result.plans.front().plan.dp();
+  const auto runs_out = [&](const SearchPool& pool) {
+    if (result.plans.empty()) return true;
+    int free_of_type = 0;
+    for (const SearchPool& p : pools_all)
+      if (p.gpu_type == pool.gpu_type) free_of_type += p.gpus;
+    const auto it = used.find(pool.gpu_type);
+    return free_of_type - (it == used.end() ? 0 : it->second) < best_dp;
+  };
   for (const auto& pools : sets) {
+    const SearchPool& mixed = pools.back();
+    bool needed = false;
+    for (const SearchPool& p : pools_all) {
+      if (p.region != mixed.region) continue;
+      const bool member = std::find(mixed.zone_gpu_types.begin(), mixed.zone_gpu_types.end(), p.gpu_type) !=
+                          mixed.zone_gpu_types.end();
+      if (member && runs_out(p)) needed = true;
+    }
+    if (!needed) continue;
+    // Around the best one-type plan only: its micro-batch size, its D and twice its D (the
+    // replicas a run-out type could not add). The full space when nothing was found.
+    SearchRequest around = request;
+    if (!result.plans.empty()) {
+      const Plan& best = result.plans.front().plan;
+      around.options.micro_batch_sizes = {best.micro_batch_size};
+      around.options.dp_degrees = {best.dp(), 2 * best.dp()};
+    }
     SearchResult more;
-    Searcher(request, context, more, &pools, known_best).run();
+    Searcher(around, context, more, &pools, known_best).run();
     result.stats.dp_runs += more.stats.dp_runs;
     result.stats.dp_states += more.stats.dp_states;
     result.stats.evaluations += more.stats.evaluations;
