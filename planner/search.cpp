@@ -416,6 +416,8 @@ class Searcher {
 
 namespace {
 
+constexpr std::size_t kMaxMixedPasses = 3;
+
 // Issue 13: one more search per pair of pools whose types a stage may mix (mixed_pool_sets());
 // their plans join the ranking (duplicates of plans already found are dropped).
 void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& context, SearchResult& result) {
@@ -447,16 +449,29 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
     const auto it = used.find(pool.gpu_type);
     return free_of_type - (it == used.end() ? 0 : it->second) < best_dp;
   };
-  for (const auto& pools : sets) {
-    const SearchPool& mixed = pools.back();
-    bool needed = false;
+  // Pairs worth a pass, most promising first: more run-out members, then more of the pair's
+  // types in the best plan; at most kMaxMixedPasses (a large cluster has tens of pairs).
+  std::vector<std::pair<int, std::size_t>> order;  // (-priority, set index)
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const SearchPool& mixed = sets[i].back();
+    int run_out = 0;
     for (const SearchPool& p : pools_all) {
       if (p.region != mixed.region) continue;
       const bool member = std::find(mixed.zone_gpu_types.begin(), mixed.zone_gpu_types.end(), p.gpu_type) !=
                           mixed.zone_gpu_types.end();
-      if (member && runs_out(p)) needed = true;
+      if (member && runs_out(p)) ++run_out;
     }
-    if (!needed) continue;
+    if (run_out == 0) continue;
+    std::set<std::string> types(mixed.zone_gpu_types.begin(), mixed.zone_gpu_types.end());
+    int in_best = 0;
+    for (const std::string& t : types) in_best += used.count(t) ? 1 : 0;
+    order.push_back({-(run_out * 4 + in_best), i});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (order.size() > kMaxMixedPasses) order.resize(kMaxMixedPasses);
+  for (const auto& [priority, index] : order) {
+    const std::vector<SearchPool>& pools = sets[index];
     // Around the best one-type plan only: its micro-batch size, its D and twice its D (the
     // replicas a run-out type could not add). The full space when nothing was found.
     SearchRequest around = request;
