@@ -417,6 +417,7 @@ class Searcher {
 namespace {
 
 constexpr std::size_t kMaxMixedPasses = 3;
+constexpr int kMaxGpusForMixedPassesWithoutAPlan = 4096;
 
 // Issue 13: one more search per pair of pools whose types a stage may mix (mixed_pool_sets());
 // their plans join the ranking (duplicates of plans already found are dropped).
@@ -425,6 +426,11 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
   const std::vector<SearchPool> pools_all = merged_pools(request, *context.catalog);
   const auto sets = mixed_pool_sets(pools_all, request.model, *context.compute, storage);
   if (sets.empty()) return;
+  // Nothing found on a large cluster: that is the stage DP's state budget or memory, not a type
+  // running out, and full mixed passes there cost minutes (Llama-2-70B on 14,336 GPUs: 175 s).
+  int total_gpus = 0;
+  for (const SearchPool& p : pools_all) total_gpus += p.gpus;
+  if (result.plans.empty() && total_gpus > kMaxGpusForMixedPassesWithoutAPlan) return;
   std::set<std::string> seen;
   for (const RankedPlan& p : result.plans) seen.insert(describe_plan(p.plan));
   // The best plan with one type per stage bounds the mixed passes: they only matter if they
