@@ -14,6 +14,7 @@
 //   express exits 1 after the plan with one line saying why.
 // Assumes: cluster.yaml as documented in planner/cluster.h (examples/cluster.yaml).
 // Caveats: without --profiles, compute times come from FLOPs x calibrated efficiency.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -204,6 +205,18 @@ std::string parse_args(const std::vector<std::string>& args, Args& out, bool& he
   return "";
 }
 
+// A stage's GPU type, or its types joined by '+' when its DP replicas mix types (issue 13).
+std::string stage_gpu_types(const fp::Stage& stage) {
+  std::string out = stage.replicas.front().gpu_type;
+  std::vector<std::string> seen = {out};
+  for (const fp::Replica& r : stage.replicas) {
+    if (std::find(seen.begin(), seen.end(), r.gpu_type) != seen.end()) continue;
+    seen.push_back(r.gpu_type);
+    out += "+" + r.gpu_type;
+  }
+  return out;
+}
+
 nlohmann::json plan_json(const fp::RankedPlan& ranked, const fp::ModelSpec& model) {
   const fp::Evaluation& e = ranked.evaluation;
   nlohmann::json stages = nlohmann::json::array();
@@ -228,6 +241,12 @@ nlohmann::json plan_json(const fp::RankedPlan& ranked, const fp::ModelSpec& mode
                       {"backward_seconds", report.timing.backward_s},
                       {"p2p_seconds", report.timing.p2p_s},
                       {"dp_sync_seconds", report.timing.dp_sync_s}});
+    if (stage_gpu_types(stage) != stage.replicas.front().gpu_type) {  // mixed replicas only
+      nlohmann::json per_type = nlohmann::json::object();
+      for (const fp::Replica& r : stage.replicas)
+        per_type[r.gpu_type] = per_type.value(r.gpu_type, 0) + 1;
+      stages.back()["replicas_per_gpu_type"] = per_type;
+    }
   }
   return {{"micro_batch_size", ranked.plan.micro_batch_size},
           {"dp", ranked.plan.dp()},
@@ -260,7 +279,7 @@ void print_table(const fp::RankedPlan& best, const fp::ModelSpec& model) {
     const std::string memory = gb(r.peak_bytes) + " (" + gb(capacity) + ")";
     std::printf("  %-5zu %-12s %-9s %-4d %-4d %-9d %-21s %.4f s\n", s,
                 layers_of(stage.first_block, stage.last_block, model.num_layers).c_str(),
-                stage.replicas.front().gpu_type.c_str(), stage.tp, stage.dp(),
+                stage_gpu_types(stage).c_str(), stage.tp, stage.dp(),
                 r.in_flight_micro_batches, memory.c_str(),
                 r.timing.forward_s + r.timing.backward_s);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace flotilla::planner {
@@ -51,22 +52,31 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
   for (int s = 0; s < p; ++s) {
     const Stage& st = plan.stages[static_cast<std::size_t>(s)];
     const auto& sg = gpus[static_cast<std::size_t>(s)];
-    StageShape shape{st.first_block, st.last_block, st.tp, st.dp(), plan.micro_batch_size,
-                     in_flight_micro_batches(s, p, m), plan.options};
-    // A replica's memory depends on its GPU only through FlashAttention support.
-    const auto memory_on = [&](bool supports_flash) {
-      StageShape own = shape;
-      own.options = options_on_gpu(plan.options, supports_flash);
-      return stage_memory(model, own, ctx.memory_constants);
+    const int in_flight = in_flight_micro_batches(s, p, m);
+    // A replica's bytes depend on its TP degree and, through FlashAttention, on its GPU type;
+    // each is checked against its own GPU's capacity.
+    std::map<std::pair<int, bool>, MemoryBreakdown> memory_by_tp_flash;
+    const auto memory_of = [&](int tp, bool supports_flash) -> const MemoryBreakdown& {
+      const auto key = std::make_pair(tp, supports_flash);
+      auto it = memory_by_tp_flash.find(key);
+      if (it == memory_by_tp_flash.end()) {
+        StageShape own{st.first_block, st.last_block, tp, st.dp(), plan.micro_batch_size, in_flight,
+                       options_on_gpu(plan.options, supports_flash)};
+        it = memory_by_tp_flash.emplace(key, stage_memory(model, own, ctx.memory_constants)).first;
+      }
+      return it->second;
     };
-    const MemoryBreakdown mem_flash = memory_on(true);
-    const MemoryBreakdown mem_materialized = memory_on(false);
-    StageReport report{s, st.first_block, st.last_block, st.tp, st.dp(), shape.in_flight_micro_batches, 0, {}};
+    StageReport report{s, st.first_block, st.last_block, st.tp, st.dp(), in_flight, 0, {}};
+    int min_tp = st.replica_tp(0);
+    bool one_type = true;
     for (int r = 0; r < st.dp(); ++r) {
       const GpuType& g = *sg[static_cast<std::size_t>(r)];
-      const MemoryBreakdown& mem = g.supports_flash_attention ? mem_flash : mem_materialized;
-      usd_per_second += g.usd_per_hour * st.tp / 3600.0;
-      for (int k = 0; k < st.tp; ++k) {
+      const int tp_r = st.replica_tp(r);
+      min_tp = std::min(min_tp, tp_r);
+      one_type = one_type && &g == sg.front();
+      const MemoryBreakdown& mem = memory_of(tp_r, g.supports_flash_attention);
+      usd_per_second += g.usd_per_hour * tp_r / 3600.0;
+      for (int k = 0; k < tp_r; ++k) {
         RankReport rr{rank, s, r, k, g.name, st.replicas[static_cast<std::size_t>(r)].zone, mem, g.memory_bytes};
         const std::int64_t peak = rank_peak_bytes(mem, g.runtime_overhead_bytes);
         rr.memory.overhead_bytes += g.runtime_overhead_bytes;
@@ -76,7 +86,8 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
         if (peak > g.memory_bytes && !ev.infeasible) {
           ev.infeasible = Infeasibility{InfeasibleKind::kOutOfMemory, s, rank, peak, g.memory_bytes,
                                         "OOM on rank " + std::to_string(rank) + " (stage " + std::to_string(s) + ", " +
-                                            g.name + "): peak " + gb(peak) + " > capacity " + gb(g.memory_bytes)};
+                                            g.name + (st.uniform_tp() ? "" : " TP" + std::to_string(tp_r)) +
+                                            "): peak " + gb(peak) + " > capacity " + gb(g.memory_bytes)};
         }
         ev.ranks.push_back(std::move(rr));
         ++rank;
@@ -97,43 +108,70 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     }
     std::set<std::string> zones;
     for (const Replica& r : st.replicas) zones.insert(r.zone);
-    LinkKind dp_link = LinkKind::kInterNode;
-    if (st.dp() > 1 && st.tp * st.dp() <= sg.front()->gpus_per_node && zones.size() == 1) dp_link = LinkKind::kIntraNode;
     // Replicas that share one node (Megatron orders ranks TP, then DP, then PP, so a stage's
-    // tp*dp GPUs are contiguous) all-reduce over NVLink; only otherwise does the zone pair
-    // decide. (Taking the max with link_between(z, z) = inter-node here lost the intra-node case.)
+    // tp*dp GPUs are contiguous) all-reduce over NVLink: only when they are of one GPU type and
+    // TP, fill at most one node and sit in one zone. Otherwise the zone pair decides.
+    LinkKind dp_link = LinkKind::kInterNode;
+    if (st.dp() > 1 && one_type && st.uniform_tp() && st.num_gpus() <= sg.front()->gpus_per_node && zones.size() == 1)
+      dp_link = LinkKind::kIntraNode;
     for (int r = 0; dp_link != LinkKind::kIntraNode && r + 1 < st.dp(); ++r) {
       dp_link = std::max(dp_link, ctx.network->link_between(st.replicas[static_cast<std::size_t>(r)].zone,
                                                              st.replicas[static_cast<std::size_t>(r + 1)].zone, false));
     }
+    // Gradients are reduced in fp32; with replicas of different TP the ring carries the largest
+    // shard (the smallest TP's), an assumption: Megatron itself cannot mix TP within a DP group.
+    const double grad_bytes = 4.0 * static_cast<double>(stage_params_per_rank(model, st.first_block, st.last_block, min_tp));
     if (zones.size() > 1) {
       // A ring over the replicas crosses zone boundaries `zones.size()` times (at least twice);
-      // each crossing carries 2(n-1)/n of every TP rank's fp32 gradients.
-      const double grad_bytes = 4.0 * static_cast<double>(stage_params_per_rank(model, st.first_block, st.last_block, st.tp));
+      // each crossing carries 2(n-1)/n of the stage's fp32 gradients.
       const double n = st.dp();
-      const double per_link = 2.0 * (n - 1) / n * grad_bytes * st.tp;
+      const double per_link = 2.0 * (n - 1) / n * grad_bytes * min_tp;
       double usd_per_byte = 0;
       for (const Replica& a : st.replicas) {
         for (const Replica& b : st.replicas) usd_per_byte = std::max(usd_per_byte, ctx.network->usd_per_byte(a.zone, b.zone));
       }
       cross_zone_usd += per_link * static_cast<double>(zones.size()) * usd_per_byte;
     }
-    report.timing = stage_timing(model, st, sg, plan.micro_batch_size, plan.options, *ctx.compute, *ctx.network,
-                                 to_next, dp_link);
+    // Each replica is timed on its own GPU type and TP; the slowest bounds the stage.
+    const GpuType* slowest_gpu = sg.front();
+    int slowest_tp = st.replica_tp(0);
+    double slowest_cycle = -1;
+    std::vector<StageTiming> own_timing;
+    own_timing.reserve(static_cast<std::size_t>(st.dp()));
+    for (int r = 0; r < st.dp(); ++r) {
+      Stage one{st.first_block, st.last_block, st.replica_tp(r), {st.replicas[static_cast<std::size_t>(r)]}};
+      one.replicas.front().tp = 0;
+      const StageTiming& own = own_timing.emplace_back(stage_timing(model, one, {sg[static_cast<std::size_t>(r)]},
+                                                                    plan.micro_batch_size, plan.options, *ctx.compute,
+                                                                    *ctx.network, to_next, dp_link));
+      if (own.forward_s + own.backward_s > slowest_cycle) {
+        slowest_cycle = own.forward_s + own.backward_s;
+        slowest_gpu = sg[static_cast<std::size_t>(r)];
+        slowest_tp = st.replica_tp(r);
+        report.timing.p2p_s = own.p2p_s;  // refined pair by pair below
+      }
+      report.timing.forward_s = std::max(report.timing.forward_s, own.forward_s);
+      report.timing.backward_s = std::max(report.timing.backward_s, own.backward_s);
+      report.timing.update_s = std::max(report.timing.update_s, own.update_s);
+    }
+    if (dp_link == LinkKind::kIntraNode) {
+      report.timing.dp_sync_s = ctx.network->allreduce_seconds(grad_bytes, st.dp(), LinkKind::kIntraNode, *slowest_gpu,
+                                                               std::max(1, std::min(slowest_tp, slowest_gpu->gpus_per_node)));
+    }
     // Refine the links pair by pair (GPU types and zones of the two ends), with Sailor's
     // multizone fits where they exist; stage_timing() only knows the link kind.
     const auto senders = [&](int r) {
       const Replica& rep = st.replicas[static_cast<std::size_t>(r)];
       const int per_node = rep.gpus_per_node > 0 ? rep.gpus_per_node : sg[static_cast<std::size_t>(r)]->gpus_per_node;
-      return std::max(1, std::min(st.tp, per_node));
+      return std::max(1, std::min(st.replica_tp(r), per_node));
     };
     if (s + 1 < p) {
       const Stage& nx = plan.stages[static_cast<std::size_t>(s + 1)];
       const auto& ng = gpus[static_cast<std::size_t>(s + 1)];
-      const double bytes = 2.0 * model.seq_len * static_cast<double>(plan.micro_batch_size) * model.hidden /
-                           (plan.options.sequence_parallel ? st.tp : 1);
       double worst = 0;
       for (int r = 0; r < st.dp(); ++r) {
+        const double bytes = 2.0 * model.seq_len * static_cast<double>(plan.micro_batch_size) * model.hidden /
+                             (plan.options.sequence_parallel ? st.replica_tp(r) : 1);
         const double bw = ctx.network->pair_bandwidth_bytes_per_s(
             st.replicas[static_cast<std::size_t>(r)].zone, *sg[static_cast<std::size_t>(r)],
             nx.replicas[static_cast<std::size_t>(r)].zone, *ng[static_cast<std::size_t>(r)], senders(r), bytes);
@@ -146,14 +184,12 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
       for (auto& pipe : per_pipeline) pipe.push_back({});
     }
     for (int r = 0; r < st.dp(); ++r) {
-      const StageTiming own = stage_timing(model, st, {sg[static_cast<std::size_t>(r)]}, plan.micro_batch_size,
-                                           plan.options, *ctx.compute, *ctx.network, to_next, dp_link);
+      const StageTiming& own = own_timing[static_cast<std::size_t>(r)];
       StageTiming& t = per_pipeline[static_cast<std::size_t>(r)].back();
       t.forward_s = own.forward_s;
       t.backward_s = own.backward_s;
     }
     if (st.dp() > 1 && dp_link != LinkKind::kIntraNode) {
-      const double grad_bytes = 4.0 * static_cast<double>(stage_params_per_rank(model, st.first_block, st.last_block, st.tp));
       const double chunk = grad_bytes / st.dp();
       double slowest_bw = 0;
       for (int r = 0; r < st.dp(); ++r) {  // the ring's slowest hop bounds it

@@ -19,6 +19,27 @@ class Enumerator {
   }
 
   void run() {
+    run_over_pools();
+    if (request_.options.mix_types_within_stage && !over_limit_) {
+      // The same mixed-type pools as search.h (mixed_pool_sets()).
+      std::deque<GpuType> storage;
+      for (auto& pools : mixed_pool_sets(merged_pools(request_, *context_.catalog), request_.model,
+                                         *context_.compute, storage)) {
+        pools_ = std::move(pools);
+        run_over_pools();
+        if (over_limit_) break;
+      }
+    }
+    if (over_limit_) {
+      result_.plans.clear();
+      result_.failure = "instance too large for exhaustive search (more than " + std::to_string(limit_) + " plans)";
+      return;
+    }
+    result_.failure = result_.plans.empty() ? "no feasible plan in the whole space" : "";
+  }
+
+ private:
+  void run_over_pools() {
     int total = 0;
     for (const SearchPool& pool : pools_) total += pool.gpus;
     for (int mbs : micro_batch_sizes(request_)) {
@@ -30,18 +51,11 @@ class Enumerator {
         used_.assign(pools_.size(), 0);
         choices_.clear();
         extend(0);
-        if (over_limit_) {
-          result_.plans.clear();
-          result_.failure = "instance too large for exhaustive search (more than " +
-                            std::to_string(limit_) + " plans)";
-          return;
-        }
+        if (over_limit_) return;
       }
     }
-    if (result_.plans.empty()) result_.failure = "no feasible plan in the whole space";
   }
 
- private:
   void extend(int first_block) {
     if (over_limit_) return;
     if (first_block == blocks_) {
@@ -71,6 +85,9 @@ class Enumerator {
     ++result_.stats.plans_considered;
     Plan plan;
     if (!materialize_plan(request_, pools_, configs_, choices_, mbs_, dp_, plan).empty()) return;
+    const std::string signature = describe_plan(plan);
+    for (const RankedPlan& kept : result_.plans)  // a mixed pool can rebuild a pure plan
+      if (describe_plan(kept.plan) == signature) return;
     Evaluation evaluation = evaluate(plan, request_.model, context_);
     if (auto bad = violation(request_, plan, evaluation)) {
       ++result_.rejection_counts[bad->kind];

@@ -41,6 +41,7 @@ std::string validate_plan(const Plan& plan, int num_blocks) {
     for (const Replica& r : s.replicas) {
       if (r.gpu_type.empty()) return id + " has a replica without a GPU type";
       if (r.gpus_per_node < 0) return id + " has a replica with negative gpus_per_node";
+      if (r.tp < 0) return id + " has a replica with a negative TP degree";
     }
     expect = s.last_block;
   }

@@ -5,9 +5,9 @@
 // Assumes: blocks are indexed as in model_spec.h (0 = embedding, 1..L layers, L+1 = head);
 //   stage s covers [first_block, last_block); stages are contiguous and cover 0..L+2.
 //   Every stage has the same number of DP replicas (a micro-batch flows through one replica
-//   per stage), and every replica of a stage uses the stage's TP degree.
-// Caveats: Sailor's plan format allows a TP per replica; parse_sailor_plan() accepts that only
-//   when the replicas of a stage agree (it says so otherwise).
+//   per stage). A replica uses the stage's TP degree unless it names its own (Replica::tp, as
+//   Sailor's plan format allows): replicas of one stage may differ in GPU type and TP, and
+//   evaluate() times and checks each on its own GPU and TP (the slowest bounds the stage).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +48,8 @@ struct Replica {
   std::string zone;
   // How many of this replica's TP GPUs sit in one node (Sailor's gpus_in_node); 0 = all.
   int gpus_per_node = 0;
+  // This replica's TP degree; 0 = the stage's (Stage::tp). Set only where replicas differ.
+  int tp = 0;
 };
 
 struct Stage {
@@ -58,7 +60,22 @@ struct Stage {
 
   int num_blocks() const { return last_block - first_block; }
   int dp() const { return static_cast<int>(replicas.size()); }
-  int num_gpus() const { return tp * dp(); }
+  // Replica r's TP degree (its own, else the stage's).
+  int replica_tp(int r) const {
+    const int own = replicas[static_cast<std::size_t>(r)].tp;
+    return own > 0 ? own : tp;
+  }
+  // True when every replica runs the stage's TP.
+  bool uniform_tp() const {
+    for (const Replica& r : replicas)
+      if (r.tp > 0 && r.tp != tp) return false;
+    return true;
+  }
+  int num_gpus() const {
+    int n = 0;
+    for (int r = 0; r < dp(); ++r) n += replica_tp(r);
+    return n;
+  }
 };
 
 struct Plan {

@@ -237,9 +237,9 @@ std::vector<GroupPlacement> group_placement(const Plan& plan, const PlacementReq
       for (std::size_t d = 0; d < demands.demands.size(); ++d) {
         const GpuDemand& demand = demands.demands[d];
         if (demand.gpu_type != replica.gpu_type || demand.zone != replica.zone ||
-            demand.gpus_per_group != stage.tp || groups[d].empty())
+            demand.gpus_per_group != stage.replica_tp(r) || groups[d].empty())
           continue;
-        out.push_back({s, r, groups[d].front(), stage.tp});
+        out.push_back({s, r, groups[d].front(), stage.replica_tp(r)});
         groups[d].pop_front();
         break;
       }

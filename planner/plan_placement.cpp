@@ -8,8 +8,10 @@ namespace flotilla::planner {
 PlacementRequest placement_request(const Plan& plan) {
   std::map<std::tuple<std::string, std::string, int>, int> gpus;
   for (const Stage& stage : plan.stages) {
-    for (const Replica& replica : stage.replicas)
-      gpus[{replica.gpu_type, replica.zone, stage.tp}] += stage.tp;
+    for (int r = 0; r < stage.dp(); ++r) {
+      const Replica& replica = stage.replicas[static_cast<std::size_t>(r)];
+      gpus[{replica.gpu_type, replica.zone, stage.replica_tp(r)}] += stage.replica_tp(r);
+    }
   }
   PlacementRequest request;
   for (const auto& [key, count] : gpus) {

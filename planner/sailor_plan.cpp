@@ -81,13 +81,13 @@ Result<SailorPlanFile> parse_sailor_plan(std::string_view text, int num_blocks) 
         }
         int rtp = 0;
         if (!int_at_least(rep[1], 1, rtp)) return R::failure(id + ": TP degree must be a positive integer, got " + rep[1].dump());
-        if (tp >= 0 && rtp != tp) return R::failure(id + ": replicas with different TP degrees are not supported");
-        tp = rtp;
+        if (tp < 0) tp = rtp;  // the stage's TP is its first replica's; others may differ
         const json& part = rep[0][0];
         if (!part.is_array() || part.size() < 2 || !part[0].is_string() || !part[1].is_number_integer()) {
           return R::failure(id + ": replica host entry must be [gpu, gpus_in_node, zone]");
         }
         Replica r;
+        if (rtp != tp) r.tp = rtp;
         r.gpu_type = part[0].get<std::string>();
         if (!int_at_least(part[1], 1, r.gpus_per_node))
           return R::failure(id + ": gpus_in_node must be a positive integer, got " + part[1].dump());

@@ -93,9 +93,14 @@ struct Pending {
 
 class Searcher {
  public:
-  Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result)
-      : request_(request), context_(context), result_(result), collector_(request, result) {
-    pools_ = merged_pools(request, *context.catalog);
+  // `pools`: the pools to search (mixed_pool_sets()); null: the request's own.
+  // `known_best`: the objective (iteration seconds, or USD per iteration) of a plan already
+  // found, which seeds the branch and bound.
+  Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result,
+           const std::vector<SearchPool>* pools = nullptr, std::optional<double> known_best = std::nullopt)
+      : request_(request), context_(context), result_(result), collector_(request, result),
+        best_feasible_value_(known_best) {
+    pools_ = pools != nullptr ? *pools : merged_pools(request, *context.catalog);
     for (const SearchPool& pool : pools_) total_gpus_ += pool.gpus;
     blocks_ = request.model.num_blocks();
     max_stages_ = request.options.max_stages > 0 ? std::min(request.options.max_stages, blocks_)
@@ -411,6 +416,94 @@ class Searcher {
 
 namespace {
 
+constexpr std::size_t kMaxMixedPasses = 3;
+constexpr int kMaxGpusForMixedPassesWithoutAPlan = 4096;
+
+// Issue 13: one more search per pair of pools whose types a stage may mix (mixed_pool_sets());
+// their plans join the ranking (duplicates of plans already found are dropped).
+void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& context, SearchResult& result) {
+  std::deque<GpuType> storage;
+  const std::vector<SearchPool> pools_all = merged_pools(request, *context.catalog);
+  const auto sets = mixed_pool_sets(pools_all, request.model, *context.compute, storage);
+  if (sets.empty()) return;
+  // Nothing found on a large cluster: that is the stage DP's state budget or memory, not a type
+  // running out, and full mixed passes there cost minutes (Llama-2-70B on 14,336 GPUs: 175 s).
+  int total_gpus = 0;
+  for (const SearchPool& p : pools_all) total_gpus += p.gpus;
+  if (result.plans.empty() && total_gpus > kMaxGpusForMixedPassesWithoutAPlan) return;
+  std::set<std::string> seen;
+  for (const RankedPlan& p : result.plans) seen.insert(describe_plan(p.plan));
+  // The best plan with one type per stage bounds the mixed passes: they only matter if they
+  // beat it. (Their DP sees a mixed stage as its slower type, so the bound is conservative.)
+  std::optional<double> known_best;
+  if (!result.plans.empty()) {
+    const Evaluation& e = result.plans.front().evaluation;
+    known_best = request.objective == Objective::kMaxThroughput ? e.iter_seconds : e.usd_per_iteration;
+  }
+  // Mixing only helps where a type runs out: with one type per stage a stage already takes
+  // the faster type alone, and the slowest replica sets the stage time. So a pair is searched
+  // only when the best one-type plan leaves fewer than D GPUs of one of its pools (or no plan
+  // was found); the oracle walks every pair.
+  std::map<std::string, int> used;
+  if (!result.plans.empty()) used = gpus_per_type(result.plans.front().plan);
+  const int best_dp = result.plans.empty() ? 0 : result.plans.front().plan.dp();
+  const auto runs_out = [&](const SearchPool& pool) {
+    if (result.plans.empty()) return true;
+    int free_of_type = 0;
+    for (const SearchPool& p : pools_all)
+      if (p.gpu_type == pool.gpu_type) free_of_type += p.gpus;
+    const auto it = used.find(pool.gpu_type);
+    return free_of_type - (it == used.end() ? 0 : it->second) < best_dp;
+  };
+  // Pairs worth a pass, most promising first: more run-out members, then more of the pair's
+  // types in the best plan; at most kMaxMixedPasses (a large cluster has tens of pairs).
+  std::vector<std::pair<int, std::size_t>> order;  // (-priority, set index)
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const SearchPool& mixed = sets[i].back();
+    int run_out = 0;
+    for (const SearchPool& p : pools_all) {
+      if (p.region != mixed.region) continue;
+      const bool member = std::find(mixed.zone_gpu_types.begin(), mixed.zone_gpu_types.end(), p.gpu_type) !=
+                          mixed.zone_gpu_types.end();
+      if (member && runs_out(p)) ++run_out;
+    }
+    if (run_out == 0) continue;
+    std::set<std::string> types(mixed.zone_gpu_types.begin(), mixed.zone_gpu_types.end());
+    int in_best = 0;
+    for (const std::string& t : types) in_best += used.count(t) ? 1 : 0;
+    order.push_back({-(run_out * 4 + in_best), i});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (order.size() > kMaxMixedPasses) order.resize(kMaxMixedPasses);
+  for (const auto& [priority, index] : order) {
+    const std::vector<SearchPool>& pools = sets[index];
+    // Around the best one-type plan only: its micro-batch size, its D and twice its D (the
+    // replicas a run-out type could not add). The full space when nothing was found.
+    SearchRequest around = request;
+    if (!result.plans.empty()) {
+      const Plan& best = result.plans.front().plan;
+      around.options.micro_batch_sizes = {best.micro_batch_size};
+      around.options.dp_degrees = {best.dp(), 2 * best.dp()};
+    }
+    SearchResult more;
+    Searcher(around, context, more, &pools, known_best).run();
+    result.stats.dp_runs += more.stats.dp_runs;
+    result.stats.dp_states += more.stats.dp_states;
+    result.stats.evaluations += more.stats.evaluations;
+    result.stats.plans_considered += more.stats.plans_considered;
+    for (const auto& [kind, count] : more.rejection_counts) result.rejection_counts[kind] += count;
+    for (RankedPlan& p : more.plans)
+      if (seen.insert(describe_plan(p.plan)).second) result.plans.push_back(std::move(p));
+  }
+  std::stable_sort(result.plans.begin(), result.plans.end(), [&](const RankedPlan& a, const RankedPlan& b) {
+    return better_plan(a.evaluation, a.plan.num_gpus(), a.plan.num_stages(), b.evaluation, b.plan.num_gpus(),
+                       b.plan.num_stages(), request.objective);
+  });
+  if (static_cast<int>(result.plans.size()) > request.options.max_plans) result.plans.resize(request.options.max_plans);
+  if (!result.plans.empty()) result.failure.clear();
+}
+
 // One search (with regrouping when a grouped one finds nothing); the whole search when no
 // uniform TP is asked for.
 SearchResult search_once(const SearchRequest& request, const EvalContext& context) {
@@ -449,6 +542,7 @@ SearchResult search_once(const SearchRequest& request, const EvalContext& contex
     retry.stats.plans_considered += result.stats.plans_considered;
     result = std::move(retry);
   }
+  if (request.options.mix_types_within_stage) add_mixed_stage_plans(request, context, result);
   if (result.plans.empty() && result.stats.layers_per_dp_position > 1)
     result.failure += " (searched with " + std::to_string(result.stats.layers_per_dp_position) +
                       " layers per stage-DP position; a split at single layers was not searched)";

@@ -18,8 +18,10 @@
 //   one, docs/planner.md). Grouping can hide every split that fits (a
 //   small GPU that holds one layer but not a group), so when it finds no plan the search runs
 //   again with twice the positions, up to kMaxRegroupPositions, before it reports failure; a
-//   failure still grouped says so. Sailor lets the replicas of one stage mix GPU types; we keep a stage's replicas on
-//   one type (different stages may differ), which keeps the DP exact and fast. The DP
+//   failure still grouped says so. Sailor lets the replicas of one stage mix GPU types; the DP keeps
+//   a stage's replicas on one pool, and options.mix_types_within_stage adds passes over pools
+//   that hold two types of one region (search_space.h, mixed_pool_sets()), run around the best
+//   one-type plan's micro-batch size and D (and 2D) where one of the two types runs out. The DP
 //   minimises the slowest stage's compute time per pipeline depth and usage; sync, p2p and
 //   warm-up are then scored by evaluate() on the DP's candidates (docs/planner.md).
 #pragma once
@@ -73,6 +75,10 @@ struct SearchOptions {
   // When grouped positions find no plan, search again with twice the positions (up to
   // kMaxRegroupPositions). suggest.h turns it off: its ~20 trial searches would each repeat.
   bool regroup_when_empty = true;
+  // Issue 13: also search plans whose stages mix two GPU types of one region among their DP
+  // replicas (search_space.h, mixed_pool_sets()): one more stage-DP pass per such pair of
+  // pools; exhaustive_search() walks the same space.
+  bool mix_types_within_stage = true;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)

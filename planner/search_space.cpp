@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace flotilla::planner {
 std::string fixed_digits(double value, int digits) {
@@ -42,6 +43,50 @@ std::vector<SearchPool> merged_pools(const SearchRequest& request, const GpuCata
     pools.push_back(std::move(pool));
   }
   return pools;
+}
+
+std::vector<std::vector<SearchPool>> mixed_pool_sets(const std::vector<SearchPool>& pools,
+                                                     const ModelSpec& model, const ComputeModel& compute,
+                                                     std::deque<GpuType>& storage) {
+  std::vector<std::vector<SearchPool>> sets;
+  const auto whole_model_seconds = [&](const GpuType& gpu) {
+    const LayerTimes t = compute.stage_times(model, gpu, 0, model.num_blocks(), 1, 1);
+    return t.forward_s + t.backward_s;
+  };
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    for (std::size_t j = i + 1; j < pools.size(); ++j) {
+      const SearchPool& a = pools[i];
+      const SearchPool& b = pools[j];
+      if (a.region != b.region || a.gpu_type == b.gpu_type || a.gpu == nullptr || b.gpu == nullptr) continue;
+      const bool a_faster = whole_model_seconds(*a.gpu) <= whole_model_seconds(*b.gpu);
+      const SearchPool& fast = a_faster ? a : b;
+      const SearchPool& slow = a_faster ? b : a;
+      GpuType& worst = storage.emplace_back(*slow.gpu);
+      worst.memory_bytes = std::min(a.gpu->memory_bytes, b.gpu->memory_bytes);
+      worst.runtime_overhead_bytes = std::max(a.gpu->runtime_overhead_bytes, b.gpu->runtime_overhead_bytes);
+      worst.supports_flash_attention = a.gpu->supports_flash_attention && b.gpu->supports_flash_attention;
+      worst.usd_per_hour = std::max(a.gpu->usd_per_hour, b.gpu->usd_per_hour);
+      worst.gpus_per_node = std::min(a.gpu->gpus_per_node, b.gpu->gpus_per_node);
+      SearchPool mixed;
+      mixed.gpu_type = slow.gpu_type;
+      mixed.gpu = &worst;
+      mixed.region = a.region;
+      mixed.gpus = a.gpus + b.gpus;
+      mixed.max_tp = std::min(a.max_tp, b.max_tp);
+      for (const SearchPool* part : {&fast, &slow}) {
+        for (const auto& zone : part->zones) {
+          mixed.zones.push_back(zone);
+          mixed.zone_gpu_types.push_back(part->gpu_type);
+        }
+      }
+      std::vector<SearchPool> set;
+      for (std::size_t k = 0; k < pools.size(); ++k)
+        if (k != i && k != j) set.push_back(pools[k]);
+      set.push_back(std::move(mixed));
+      sets.push_back(std::move(set));
+    }
+  }
+  return sets;
 }
 
 std::vector<StageConfig> stage_configs(const SearchRequest& request,
@@ -105,7 +150,8 @@ std::string materialize_plan(const SearchRequest& request, const std::vector<Sea
         return "not enough " + pool.gpu_type + " in " + pool.region + " for TP " +
                std::to_string(config.tp) + " x " + std::to_string(dp) + " replicas";
       zone_left[config.pool][z] -= config.tp;
-      stage.replicas.push_back({pool.gpu_type, pool.zones[z].first, 0});
+      stage.replicas.push_back(
+          {pool.zone_gpu_types.empty() ? pool.gpu_type : pool.zone_gpu_types[z], pool.zones[z].first, 0});
     }
     plan.stages.push_back(std::move(stage));
   }
@@ -115,7 +161,7 @@ std::string materialize_plan(const SearchRequest& request, const std::vector<Sea
 std::map<std::string, int> gpus_per_type(const Plan& plan) {
   std::map<std::string, int> used;
   for (const Stage& stage : plan.stages) {
-    for (const Replica& replica : stage.replicas) used[replica.gpu_type] += stage.tp;
+    for (int r = 0; r < stage.dp(); ++r) used[stage.replicas[static_cast<std::size_t>(r)].gpu_type] += stage.replica_tp(r);
   }
   return used;
 }
@@ -123,7 +169,7 @@ std::map<std::string, int> gpus_per_type(const Plan& plan) {
 std::map<std::string, int> gpus_per_zone(const Plan& plan) {
   std::map<std::string, int> used;
   for (const Stage& stage : plan.stages) {
-    for (const Replica& replica : stage.replicas) used[replica.zone] += stage.tp;
+    for (int r = 0; r < stage.dp(); ++r) used[stage.replicas[static_cast<std::size_t>(r)].zone] += stage.replica_tp(r);
   }
   return used;
 }
@@ -173,8 +219,20 @@ std::string describe_plan(const Plan& plan) {
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const Stage& stage = plan.stages[s];
     if (s > 0) text += " | ";
-    text += (stage.replicas.empty() ? std::string("?") : stage.replicas.front().gpu_type) +
-            " TP" + std::to_string(stage.tp) + " x" + std::to_string(stage.num_blocks()) + "b";
+    // One type and TP: "A100-40 TP2 x3b"; mixed replicas: "A100-40 TP2 x3 + V100-16 TP4 x1 x3b".
+    std::vector<std::pair<std::pair<std::string, int>, int>> kinds;
+    for (int r = 0; r < stage.dp(); ++r) {
+      const std::pair<std::string, int> k{stage.replicas[static_cast<std::size_t>(r)].gpu_type, stage.replica_tp(r)};
+      if (!kinds.empty() && kinds.back().first == k) ++kinds.back().second;
+      else kinds.push_back({k, 1});
+    }
+    if (kinds.empty()) text += "?";
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      if (k > 0) text += " + ";
+      text += kinds[k].first.first + " TP" + std::to_string(kinds[k].first.second);
+      if (kinds.size() > 1) text += " x" + std::to_string(kinds[k].second);
+    }
+    text += " x" + std::to_string(stage.num_blocks()) + "b";
   }
   return text;
 }

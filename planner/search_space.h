@@ -11,6 +11,7 @@
 //   never spans zones.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct SearchPool {
   std::vector<std::pair<std::string, int>> zones;  // zone -> free GPUs, largest first
   int gpus = 0;
   int max_tp = 1;  // largest node in the pool (H1)
+  // Mixed pools only (mixed_pool_sets()): the GPU type of each `zones` entry. Empty: all
+  // entries are gpu_type.
+  std::vector<std::string> zone_gpu_types;
 };
 
 struct StageConfig {
@@ -39,6 +43,18 @@ struct StageChoice {
 };
 
 std::vector<SearchPool> merged_pools(const SearchRequest& request, const GpuCatalog& catalog);
+
+// Issue 13: the pool lists that let one stage's DP replicas mix two GPU types. For every pair of
+// pools of different GPU types in one region, the other pools unchanged plus one pool holding
+// both: its replicas are filled from the faster type's zones first, then the slower's (a TP
+// group never spans types or zones). The DP sees it as the slower type (its profile, so a stage
+// is never predicted faster than its slowest replica) with the smaller memory, the larger
+// runtime overhead and the higher price, so whatever it keeps fits every replica's GPU; every
+// kept candidate is then scored by evaluate() on the real mix. `storage` owns those synthetic
+// GPU entries (pointers stay valid while it lives).
+std::vector<std::vector<SearchPool>> mixed_pool_sets(const std::vector<SearchPool>& pools,
+                                                     const ModelSpec& model, const ComputeModel& compute,
+                                                     std::deque<GpuType>& storage);
 
 std::vector<StageConfig> stage_configs(const SearchRequest& request,
                                        const std::vector<SearchPool>& pools, int dp);

@@ -182,7 +182,13 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
     exact_request.options.max_stage_dp_positions = 0;
     fp::SearchRequest old_request = exact_request;
     old_request.options.quadratic_stage_dp = true;
+    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
+    fp::SearchRequest one_type_request = request;
+    one_type_request.options.mix_types_within_stage = false;
+    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
     std::printf("%s\n", scenario.name);
+    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
+                one_type.seconds, tokens(one_type.result));
     std::printf("  search   %8.3f s  %10.1f tokens/s  %s  (%d layers per DP position, %lld states)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -212,11 +218,49 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
   return ok;
 }
 
+// Issue 13 item 4: 14,336 GPUs in five pools (H100-80 2048, A100-80 3072, A100-40 4096,
+// V100-32 3072, L4 2048), 8 per node, each type spread evenly over four zones in three regions
+// (us-central1-a/-b, us-east1-b, us-west1-a). Global batch 2048; times the search with
+// mixed-type stages and, as the same-run baseline, the one-type-per-stage search (the search
+// before issue 13). Goal: <= 1 s per model. Memory: the process's peak RSS after the scenario.
+bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& catalog) {
+  const std::vector<std::pair<const char*, const char*>> zones = {
+      {"us-central1-a", "us-central1"}, {"us-central1-b", "us-central1"}, {"us-east1-b", "us-east1"}, {"us-west1-a", "us-west1"}};
+  const std::vector<std::pair<const char*, int>> types = {
+      {"H100-80", 2048}, {"A100-80", 3072}, {"A100-40", 4096}, {"V100-32", 3072}, {"L4", 2048}};
+  bool met = true;
+  std::printf("cluster scale: 14,336 GPUs, five types x four zones (three regions), 8 per node, global batch 2048\n");
+  for (const char* model : {"llama-3-8b", "llama-2-70b", "gpt-3-175b"}) {
+    fp::SearchRequest request;
+    request.model = *fp::find_preset(model);
+    request.global_batch_size = 2048;
+    for (const auto& [gpu, count] : types)
+      for (const auto& [zone, region] : zones)
+        request.pools.push_back({catalog.find(gpu)->name, zone, region, count / 4, 8});
+    request.options.max_plans = 1;
+    fp::SearchRequest one_type = request;
+    one_type.options.mix_types_within_stage = false;
+    const Timed base = timed_search(one_type, context, 1);
+    const Timed fast = timed_search(request, context, 1);
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    std::printf("%s\n  one type %8.3f s  %10.0f tokens/s  (baseline: one GPU type per stage)\n", model, base.seconds,
+                tokens(base.result));
+    std::printf("  search   %8.3f s  %10.0f tokens/s  %s\n  peak RSS so far %.0f MB; goal <= 1 s: %s\n\n", fast.seconds,
+                tokens(fast.result),
+                fast.result.plans.empty() ? fast.result.failure.c_str()
+                                          : fp::describe_plan(fast.result.plans.front().plan).c_str(),
+                usage.ru_maxrss / 1024.0, fast.seconds <= 1.0 ? "met" : "NOT met");
+    met = met && fast.seconds <= 1.0;
+  }
+  return met;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  bool quick = false, skip_baseline = false, deep_only = false;
+  bool quick = false, skip_baseline = false, deep_only = false, cluster_scale_only = false;
   int only = 0;
   double old_limit_seconds = 60;
   for (int i = 1; i < argc; ++i) {
@@ -224,6 +268,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--skip-baseline") == 0) skip_baseline = true;  // search only
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = std::atoi(argv[++i]);  // 1-based
     if (std::strcmp(argv[i], "--deep") == 0) deep_only = true;  // only the deep-model scenarios
+    if (std::strcmp(argv[i], "--cluster-scale") == 0) cluster_scale_only = true;  // issue 13 item 4
     if (std::strcmp(argv[i], "--old-limit") == 0 && i + 1 < argc) old_limit_seconds = std::atof(argv[++i]);
   }
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
@@ -258,6 +303,7 @@ int main(int argc, char** argv) {
   std::printf("search = stage DP + H1-H6 + branch and bound; baseline = the same without the bound "
               "(Sailor's recipe)\n\n");
   bool goals_met = true;
+  if (cluster_scale_only) return run_cluster_scale(context, catalog) ? 0 : 1;
   for (std::size_t index = 0; index < scenarios.size(); ++index) {
     const Scenario& scenario = scenarios[index];
     if (deep_only || (only > 0 && static_cast<std::size_t>(only) != index + 1)) continue;
@@ -274,7 +320,13 @@ int main(int argc, char** argv) {
     plain_request.options.heuristics = false;
     const bool run_plain = !skip_baseline && (index < 2 || !quick);
     const Timed plain = run_plain ? timed_search(plain_request, context, 1) : Timed{};
+    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
+    fp::SearchRequest one_type_request = request;
+    one_type_request.options.mix_types_within_stage = false;
+    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
     std::printf("%s\n", scenario.name);
+    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
+                one_type.seconds, tokens(one_type.result));
     std::printf("  search   %8.3f s  %10.0f tokens/s  %s  (%lld DP runs, %lld states, %lld evaluations)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -293,6 +345,9 @@ int main(int argc, char** argv) {
                   plain.seconds / fast.seconds,
                   tokens(plain.result) > 0 ? tokens(fast.result) / tokens(plain.result) : 0.0,
                   plain.result.rejection_counts.count("truncated") ? " (some DPs truncated)" : "");
+    std::printf("  mixed-type stages: time %.2fx of one type per stage, throughput ratio %.4f\n",
+                fast.seconds / one_type.seconds,
+                tokens(one_type.result) > 0 ? tokens(fast.result) / tokens(one_type.result) : 0.0);
     std::printf("  speedup over baseline %.1fx, throughput ratio %.4f", slow.seconds / fast.seconds,
                 tokens(slow.result) > 0 ? tokens(fast.result) / tokens(slow.result) : 0.0);
     if (scenario.sailor_seconds > 0) std::printf(", Sailor reported %.1f s", scenario.sailor_seconds);

@@ -47,7 +47,7 @@ void expect_valid_placement(const PlaceResult& result, const ClusterSpec& cluste
     const Stage& stage = plan.stages[group.stage];
     ASSERT_LT(group.replica, stage.dp());
     EXPECT_TRUE(seen.insert({group.stage, group.replica}).second) << "placed twice";
-    EXPECT_EQ(group.gpus, stage.tp);
+    EXPECT_EQ(group.gpus, stage.replica_tp(group.replica));
     const auto it = std::find_if(cluster.nodes.begin(), cluster.nodes.end(),
                                  [&](const ClusterNode& n) { return n.name == group.node; });
     ASSERT_NE(it, cluster.nodes.end()) << group.node;
@@ -66,6 +66,25 @@ void expect_valid_placement(const PlaceResult& result, const ClusterSpec& cluste
       }
     }
   }
+}
+
+TEST(PlanAndPlace, MixedTypeStagePlacesEveryReplicaOnItsOwnType) {
+  // Issue 13: 6 A100-40 + 2 A100-80 (same speed; search_test's mixed case). The best plan runs
+  // one stage whose replicas mix both types; every replica lands on a node of its own type.
+  const World world;
+  ClusterSpec cluster;
+  cluster.nodes = {node("a40", "A100-40", 6), node("a80", "A100-80", 2)};
+  ModelSpec model = *find_preset("gpt-neo-2.7b");
+  model.name = "gpt-neo-4l";
+  model.num_layers = 4;
+  PlaceRequest request = request_for(model, 512);
+  request.worker.micro_batch_sizes = {1, 2, 4};
+  const PlaceResult result = plan_and_place(request, cluster, world.context());
+  expect_valid_placement(result, cluster);
+  bool mixed = false;
+  for (const Stage& stage : result.plan().plan.stages)
+    for (const Replica& r : stage.replicas) mixed = mixed || r.gpu_type != stage.replicas.front().gpu_type;
+  EXPECT_TRUE(mixed) << describe_plan(result.plan().plan);
 }
 
 TEST(PlanAndPlace, OneGpuJobTakesTheBestFitNode) {

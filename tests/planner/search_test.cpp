@@ -114,6 +114,32 @@ TEST(SearchTest, TwoZonesMatchExhaustive) {
                      world);
 }
 
+bool mixes_types_in_a_stage(const Plan& plan) {
+  for (const Stage& stage : plan.stages)
+    for (const Replica& replica : stage.replicas)
+      if (replica.gpu_type != stage.replicas.front().gpu_type) return true;
+  return false;
+}
+
+TEST(SearchTest, MixedTypeStagesMatchExhaustiveAndBeatOneTypePerStage) {
+  // Issue 13: 6 A100-40 and 2 A100-80 (same speed) in one zone. One type per stage caps a
+  // stage's D at what one type holds; mixing lets one stage take D = 8 replicas over both
+  // types, with no pipeline bubble. The oracle enumerates the same mixed space.
+  World world;
+  SearchRequest request = request_for(small_neo(), 512, {pool("A100-40", 6, 8), pool("A100-80", 2, 8)});
+  expect_near_oracle(request, world);
+  const SearchResult mixed = search_plans(request, world.context());
+  request.options.mix_types_within_stage = false;
+  const SearchResult pure = search_plans(request, world.context());
+  ASSERT_FALSE(mixed.plans.empty());
+  ASSERT_FALSE(pure.plans.empty());
+  std::printf("  one type per stage: %s %.0f tok/s\n", describe_plan(pure.plans.front().plan).c_str(),
+              pure.plans.front().evaluation.tokens_per_second);
+  EXPECT_TRUE(mixes_types_in_a_stage(mixed.plans.front().plan)) << describe_plan(mixed.plans.front().plan);
+  EXPECT_GT(mixed.plans.front().evaluation.tokens_per_second, pure.plans.front().evaluation.tokens_per_second);
+  for (const RankedPlan& r : pure.plans) EXPECT_FALSE(mixes_types_in_a_stage(r.plan));
+}
+
 TEST(SearchTest, GpuCountRangeMatchesExhaustive) {
   // The fastest plan on 4 A100 + 8 V100 uses more than 6 GPUs; capped at 6 (and at least 3),
   // the search must still find the oracle's best plan within the range.
