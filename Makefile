@@ -28,13 +28,7 @@ bench: build
 	./scripts/run-benches.sh $(BUILD_DIR)
 
 demo: build
-	@echo "make demo: the end-to-end demo (operator + devcluster + sidecars + workers) arrives with the operator issue."
-	@echo "Until then, these work (README.md, 'Try it'):"
-	@echo "  $(BUILD_DIR)/cli/flotilla plan --model llama-3-8b --cluster examples/cluster.yaml"
-	@echo "  $(BUILD_DIR)/cli/flotilla simulate --trace ../shared/data/traces/elasticflow/cluster04.csv --policy flextrain --elastic-fraction 0.4"
-	@echo "  $(BUILD_DIR)/cli/flotilla simulate availability --trace ../shared/data/sailor/availability/a100_trace_16.json --model GPT-Neo-2.7 --gpu A100-40 --policy all"
-	@echo "  $(BUILD_DIR)/worker/flotilla-worker run --world-size 2 --pp 2 --dp 1 --model small --data README.md --steps 20 --checkpoint-dir /tmp/ckpt --loss-log /tmp/loss.txt"
-	@echo "  $(BUILD_DIR)/devcluster/flotilla-devcluster --listen 127.0.0.1:6443 --nodes examples/devcluster-nodes.yaml --data-dir /tmp/devcluster --kubeconfig-out /tmp/dc.kubeconfig"
+	./scripts/demo.sh $(BUILD_DIR)
 
 # The README's commands in a clean Debian 12 root filesystem (mmdebstrap + chroot; needs root).
 # FRESH_CHECK_TARGETS="test demo" checks both.
