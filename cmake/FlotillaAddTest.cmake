@@ -4,9 +4,9 @@
 # Assumes: GTest and Threads found, targets flotilla::common and flotilla_warnings exist.
 include(GoogleTest)
 
-# flotilla_add_test(NAME name SOURCES a.cpp b.cpp LIBS flotilla::planner [LABELS slow] [TIMEOUT s])
+# flotilla_add_test(NAME name SOURCES a.cpp b.cpp LIBS flotilla::planner [LABELS slow] [TIMEOUT s] [SERIAL])
 function(flotilla_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} flotilla::common flotilla_warnings
                         GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
@@ -19,6 +19,11 @@ function(flotilla_add_test)
   set(props TIMEOUT ${T_TIMEOUT})
   if(T_LABELS)
     list(APPEND props LABELS "${T_LABELS}")
+  endif()
+  # SERIAL: heavy end-to-end tests (many processes) run alone, so they neither starve nor are
+  # starved by timing-sensitive tests on a 2-core machine.
+  if(T_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
