@@ -1,5 +1,7 @@
 #include "worker/runtime/job_options.h"
 
+#include "common/flag_map.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -7,20 +9,6 @@
 
 namespace flotilla::worker {
 namespace {
-
-template <class T>
-bool parse_number(const std::string& s, T& out) {
-  if constexpr (std::is_floating_point_v<T>) {
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || !std::isfinite(v)) return false;
-    out = static_cast<T>(v);
-    return true;
-  } else {
-    auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-    return r.ec == std::errc() && r.ptr == s.data() + s.size();
-  }
-}
 
 std::string float_arg(double v) {
   char buf[64];
@@ -41,30 +29,12 @@ std::string job_usage() {
 }
 
 std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> kv;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) return "unexpected argument '" + a + "'; usage: " + job_usage();
-    if (i + 1 >= args.size()) return "flag " + a + " needs a value";
-    kv[a.substr(2)] = args[++i];
-  }
+  FlagMap flags;
+  if (std::string e = flags.collect(args, job_usage()); !e.empty()) return e;
   JobOptions o;
-  auto take = [&](const char* name, auto& out) -> std::string {
-    auto it = kv.find(name);
-    if (it == kv.end()) return {};
-    std::string value = it->second;
-    kv.erase(it);
-    if constexpr (std::is_same_v<std::decay_t<decltype(out)>, std::string>) {
-      out = value;
-      return {};
-    } else {
-      if (!parse_number(value, out))
-        return std::string("--") + name + " '" + value + "' is not a valid number";
-      return {};
-    }
-  };
+  auto take = [&](const char* name, auto& out) { return flags.take(name, out); };
   // Flags whose absence means "derive it": a given value, even a negative one, is checked.
-  auto given = [&](const char* name) { return kv.count(name) > 0; };
+  auto given = [&](const char* name) { return flags.given(name); };
   const bool has_dp = given("dp"), has_v = given("virtual-shards"), has_world = given("world-size");
   const bool has_layers = given("layers"), has_hidden = given("hidden"), has_heads = given("heads"),
              has_seq = given("seq-len");
@@ -90,7 +60,7 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
     if (!e.empty() && err.empty()) err = e;
   }
   if (!err.empty()) return err;
-  if (!kv.empty()) return "unknown flag --" + kv.begin()->first + "; usage: " + job_usage();
+  if (std::string e = flags.unknown(job_usage()); !e.empty()) return e;
   auto preset = gpt_preset(o.model_name);
   if (!preset) {
     std::string names;
