@@ -108,6 +108,8 @@ void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
       c.actions.annotate.emplace_back(pod.name, pp);
     else if (existing == nullptr && room.take(pod))
       c.actions.create.push_back({pod, pp});
+    else if (existing != nullptr && !existing->deleting && existing->phase == "Failed")
+      c.actions.remove.push_back(pod.name);  // a failed pod of the same name: replaced once gone
   }
   for (const PodObservation& p : c.job.pods)
     if (!wanted.count(p.name) && !p.deleting) c.actions.remove.push_back(p.name);
@@ -179,6 +181,8 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
     const PodPlan want = pod_plan_for(c.job.spec, plan, pod, barrier);
     if (p == nullptr) {
       if (room.take(pod)) c.actions.create.push_back({pod, want});
+    } else if (!p->deleting && p->phase == "Failed") {
+      c.actions.remove.push_back(pod.name);
     } else if (!p->deleting && (!p->plan || p->plan->epoch != want.epoch || p->plan->barrier != want.barrier))
       c.actions.annotate.emplace_back(pod.name, want);
   }
@@ -200,7 +204,10 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     const PodObservation* p = find_pod(job, pod.name);
     const NodeView* node = job.cluster->find(pod.node);
     const bool node_ok = node != nullptr && node->healthy;
-    if (!node_ok || (p != nullptr && (p->deleting || p->phase == "Failed"))) lost += pod.gpus;
+    // A failed or deleted pod of an older epoch is the old incarnation of a pod this plan
+    // already replaces (same name); only one that failed under this epoch is a new loss.
+    const bool this_epoch = p != nullptr && p->plan && p->plan->epoch >= plan.epoch;
+    if (!node_ok || (this_epoch && (p->deleting || p->phase == "Failed"))) lost += pod.gpus;
     if (p != nullptr && report_is(p, plan.epoch, {PodState::kFailed, PodState::kDegraded})) {
       failed = true;
       failure = p->name + ": " + p->report->message;

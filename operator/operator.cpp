@@ -188,7 +188,8 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
           if (p["metadata"].value("name", "") == pod.name && p["metadata"].value("namespace", "") == spec.ns)
             // Deleting is not lost: the operator deletes pods itself during a rescale, and this
             // pass may see that before the job's new status.
-            pod_alive = pod_alive && p.value("/status/phase"_json_pointer, std::string()) != "Failed";
+            pod_alive = pod_alive && (p.value("/status/phase"_json_pointer, std::string()) != "Failed" ||
+                                      observe_pod(p).plan.value_or(PodPlan{}).epoch < plan->epoch);
         if (pod_alive) alive += pod.gpus;
       }
       a.gpus_alive = alive;

@@ -239,3 +239,25 @@ TEST_F(LocalCluster, OperatorKilledMidRescaleResumesItOnce) {
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(600));
   restarted.terminate(5000ms);
 }
+
+// A sidecar SIGKILLed mid-training fails its pod (restartPolicy Never); the operator re-plans
+// under a new epoch, the pod is replaced, training resumes from the newest complete checkpoint,
+// and the loss log still equals an uninterrupted run (redone steps replace their lines).
+TEST_F(LocalCluster, AKilledSidecarFailsItsPodAndTheOperatorReplansIt) {
+  apply_job(500);
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "4" && field(".status.phase") == "Running"; }, 60s))
+      << field(".status") << "\n"
+      << events();
+  ASSERT_TRUE(wait_for([&] { return std::atoi(field(".status.progress.step").c_str()) >= 60; }, 60s));
+  const std::string epoch_before = field(".status.plan.epoch");
+  // This cluster's sidecars: the program is flotilla-sidecar (argv[0]; the operator's own command
+  // line names it too) and its kubeconfig is this cluster's.
+  auto pids = run_command("pgrep -f '^[^ ]*flotilla-sidecar --kubeconfig " + (dir_ / "state/kubeconfig").string() +
+                          "' | head -n 1");
+  ASSERT_EQ(pids.exit_code, 0) << pids.output;
+  ASSERT_EQ(::kill(std::atoi(pids.output.c_str()), SIGKILL), 0);
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.epoch") != epoch_before; }, 30s)) << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
+                                                                                     << events();
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(500));
+}
