@@ -159,7 +159,6 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     const Json status = job.value("status", Json::object());
     const std::string phase = status.value("phase", "");
     const double created = seconds_of(spec.creation_timestamp);
-    seen_created_.emplace(spec.key(), created);
     arrivals.record(created, 1);
     if (phase == "Succeeded" || phase == "Failed") continue;
     const JobTable& table = table_for(spec, view);

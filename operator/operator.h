@@ -77,7 +77,6 @@ class Operator {
   // key -> (decision, the status.plan.epoch it was made on)
   std::map<std::string, std::pair<scaler::AllocatorDecision, std::int64_t>> decisions_;
   std::map<std::string, std::pair<std::string, JobTable>> tables_;  // key -> (signature, table)
-  std::map<std::string, double> seen_created_;                      // key -> creation (s)
 };
 
 }  // namespace flotilla::op
