@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 
+#include "kube/clock.h"
 #include "operator/job_reconciler.h"
 #include "planner/network_io.h"
 #include "scaler/arrival_rate.h"
@@ -18,19 +18,13 @@ namespace {
 using Json = nlohmann::json;
 using Clock = std::chrono::system_clock;
 
-std::string now_rfc3339() {
-  const std::time_t t = Clock::to_time_t(Clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string now_rfc3339() { return kube::format_rfc3339(Clock::now()); }
 
+// Seconds since the epoch of an RFC 3339 stamp (kube/clock.h parses it); 0 when unreadable.
 double seconds_of(const std::string& rfc3339) {
-  std::tm tm{};
-  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return 0;
-  return static_cast<double>(timegm(&tm));
+  Clock::time_point t;
+  if (!kube::parse_rfc3339(rfc3339, t)) return 0;
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
@@ -151,6 +145,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   input.free_gpus_by_type = view.free_by_type();
   input.use_benefit_check = options_.use_benefit_check;
   std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
+  std::map<std::string, const Json*> pods_by_key;   // "<ns>/<name>" -> pod, built once per pass
+  for (const Json& p : pods)
+    pods_by_key[p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", "")] = &p;
   std::lock_guard lock(mu_);
   for (const Json& job : jobs) {
     auto parsed = parse_job_spec(job);
@@ -183,12 +180,12 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
       for (const PlanPod& pod : plan->pods) {
         const NodeView* node = view.find(pod.node);
         bool pod_alive = node != nullptr && node->healthy;
-        for (const Json& p : pods)
-          if (p["metadata"].value("name", "") == pod.name && p["metadata"].value("namespace", "") == spec.ns)
-            // Deleting is not lost: the operator deletes pods itself during a rescale, and this
-            // pass may see that before the job's new status.
-            pod_alive = pod_alive && (p.value("/status/phase"_json_pointer, std::string()) != "Failed" ||
-                                      observe_pod(p).plan.value_or(PodPlan{}).epoch < plan->epoch);
+        // Deleting is not lost: the operator deletes pods itself during a rescale, and this
+        // pass may see that before the job's new status. A failed pod of an older epoch is the
+        // old incarnation of one this plan replaces.
+        if (auto it = pods_by_key.find(spec.ns + "/" + pod.name); it != pods_by_key.end())
+          pod_alive = pod_alive && (it->second->value("/status/phase"_json_pointer, std::string()) != "Failed" ||
+                                    observe_pod(*it->second).plan.value_or(PodPlan{}).epoch < plan->epoch);
         if (pod_alive) alive += pod.gpus;
       }
       a.gpus_alive = alive;
