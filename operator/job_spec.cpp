@@ -1,5 +1,7 @@
 #include "operator/job_spec.h"
 
+#include <limits>
+
 namespace flotilla::op {
 namespace {
 
@@ -37,9 +39,19 @@ class SpecReader {
     const Json* v = at(path);
     if (v == nullptr) return required ? fail(path, "required"), fallback : fallback;
     if (!v->is_number_integer()) return fail(path, "must be an integer"), fallback;
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max())
+      return fail(path, "must be at most " + std::to_string(std::numeric_limits<std::int64_t>::max())), fallback;
     const std::int64_t x = v->get<std::int64_t>();
     if (x < min) fail(path, "must be at least " + std::to_string(min) + ", got " + std::to_string(x));
     return x;
+  }
+
+  // An int field: an integer in [min, 2^31 - 1], since a wider value would wrap when narrowed.
+  int int32(const std::string& path, int fallback, int min, bool required = false) {
+    const std::int64_t x = integer(path, fallback, min, required);
+    constexpr std::int64_t kMax = std::numeric_limits<int>::max();
+    if (x > kMax) return fail(path, "must be at most " + std::to_string(kMax) + ", got " + std::to_string(x)), fallback;
+    return static_cast<int>(x);
   }
 
   double number(const std::string& path, double fallback, double min, double max) {
@@ -76,12 +88,12 @@ class SpecReader {
 std::optional<InlineModel> read_inline_model(SpecReader& r) {
   if (r.at("modelSpec") == nullptr) return std::nullopt;
   InlineModel m;
-  m.num_layers = static_cast<int>(r.integer("modelSpec.numLayers", 0, 1, true));
-  m.hidden = static_cast<int>(r.integer("modelSpec.hidden", 0, 1, true));
-  m.heads = static_cast<int>(r.integer("modelSpec.heads", 0, 1, true));
-  m.vocab_size = static_cast<int>(r.integer("modelSpec.vocabSize", 0, 1, true));
-  m.seq_len = static_cast<int>(r.integer("modelSpec.seqLen", 0, 1, true));
-  m.ffn_hidden = static_cast<int>(r.integer("modelSpec.ffnHidden", 0, 1));
+  m.num_layers = r.int32("modelSpec.numLayers", 0, 1, true);
+  m.hidden = r.int32("modelSpec.hidden", 0, 1, true);
+  m.heads = r.int32("modelSpec.heads", 0, 1, true);
+  m.vocab_size = r.int32("modelSpec.vocabSize", 0, 1, true);
+  m.seq_len = r.int32("modelSpec.seqLen", 0, 1, true);
+  m.ffn_hidden = r.int32("modelSpec.ffnHidden", 0, 1);
   if (r.error().empty() && m.hidden % m.heads != 0) r.fail("modelSpec.heads", "must divide modelSpec.hidden");
   return m;
 }
@@ -103,8 +115,8 @@ void read_worker(SpecReader& r, JobSpec& s) {
 
 void read_policy(SpecReader& r, JobSpec& s) {
   s.gpu_types = r.strings("resources.gpuTypes");
-  s.min_gpus = static_cast<int>(r.integer("resources.minGPUs", 1, 1));
-  s.max_gpus = static_cast<int>(r.integer("resources.maxGPUs", 0, 1));
+  s.min_gpus = r.int32("resources.minGPUs", 1, 1);
+  s.max_gpus = r.int32("resources.maxGPUs", 0, 1);
   if (s.max_gpus > 0 && s.max_gpus < s.min_gpus)
     r.fail("resources.maxGPUs", "must be at least resources.minGPUs (" + std::to_string(s.min_gpus) + ")");
   const std::string objective = r.str("objective", "throughput");
@@ -124,7 +136,7 @@ void read_policy(SpecReader& r, JobSpec& s) {
   s.benefit_threshold = r.number("elasticity.benefitThreshold", 0.6, 0, 1);
   s.window_seconds = static_cast<double>(r.integer("elasticity.windowSeconds", 28800, 1));
   s.min_rescale_interval_seconds = static_cast<double>(r.integer("elasticity.minRescaleIntervalSeconds", 60, 0));
-  s.priority = static_cast<int>(r.integer("priority", 0, -1000000000));
+  s.priority = r.int32("priority", 0, -1000000000);
 }
 
 }  // namespace
@@ -153,7 +165,7 @@ std::variant<JobSpec, std::string> parse_job_spec(const Json& object) {
   s.model = r.str("model", "", true);
   if (r.error().empty() && s.model.empty()) r.fail("model", "must name a preset or the inline modelSpec");
   s.model_spec = read_inline_model(r);
-  s.global_batch_size = static_cast<int>(r.integer("globalBatchSize", 0, 1, true));
+  s.global_batch_size = r.int32("globalBatchSize", 0, 1, true);
   s.train_steps = r.integer("trainSteps", 0, 1, true);
   s.seed = r.integer("seed", 1234, 0);
   read_worker(r, s);

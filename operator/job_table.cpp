@@ -29,7 +29,7 @@ JobTable build_job_table(const JobSpec& spec, const planner::ClusterSpec& capaci
                   " GPUs of the allowed types, spec.resources.minGPUs is " + std::to_string(spec.min_gpus);
     return out;
   }
-  // Smallest feasible count: double up to the cap, then bisect.
+  // Smallest feasible count: double up to the cap, then bisect (min_gpus >= 1: job_spec.h).
   int lo = spec.min_gpus, hi = lo;
   PlanOutcome found = plan_exactly(spec, capacity, ctx, spec.min_gpus, hi, std::nullopt);
   while (!found.plan && hi < cap) {

@@ -51,3 +51,15 @@ TEST(JobSpec, BadFieldsNameTheirPath) {
   no_spec.erase("spec");
   EXPECT_EQ(error_of(no_spec), "spec: required");
 }
+
+// Found by the fuzz test: minGPUs of 2^63 - 1 passed, was narrowed to -1 and the job table's
+// doubling search never ended. Every int field is range-checked before it is narrowed.
+TEST(JobSpec, IntFieldsWiderThanInt32AreRefusedNotNarrowed) {
+  EXPECT_EQ(error_of(job_object(R"({"resources": {"minGPUs": 9223372036854775807}})")),
+            "spec.resources.minGPUs: must be at most 2147483647, got 9223372036854775807");
+  EXPECT_EQ(error_of(job_object(R"({"globalBatchSize": 2147483648})")),
+            "spec.globalBatchSize: must be at most 2147483647, got 2147483648");
+  EXPECT_EQ(error_of(job_object(R"({"trainSteps": 18446744073709551615})")),
+            "spec.trainSteps: must be at most 9223372036854775807");
+  EXPECT_EQ(error_of(job_object(R"({"resources": {"maxGPUs": 2147483647}})")), "");
+}
