@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test bench demo clean fresh-check
+.PHONY: all deps configure build test bench demo images clean fresh-check
 
 all: build
 
@@ -26,6 +26,11 @@ build: configure
 # a test that fails twice fails the run.
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 --repeat until-pass:2
+
+# The operator and worker images as OCI archives in $(BUILD_DIR)/images/, built offline
+# (scripts/build-images.sh, docs/images.md); only the programs they carry are built.
+images: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target images
 
 bench: build
 	./scripts/run-benches.sh $(BUILD_DIR)

@@ -4,9 +4,10 @@
 # Assumes: GTest and Threads found, targets flotilla::common and flotilla_warnings exist.
 include(GoogleTest)
 
-# flotilla_add_test(NAME name SOURCES a.cpp b.cpp LIBS flotilla::planner [LABELS slow] [TIMEOUT s] [SERIAL])
+# flotilla_add_test(NAME name SOURCES a.cpp b.cpp LIBS flotilla::planner [LABELS slow] [TIMEOUT s] [SERIAL]
+#                   [ONE_PROCESS])
 function(flotilla_add_test)
-  cmake_parse_arguments(T "SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL;ONE_PROCESS" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} flotilla::common flotilla_warnings
                         GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
@@ -25,5 +26,12 @@ function(flotilla_add_test)
   if(T_SERIAL)
     list(APPEND props RUN_SERIAL TRUE)
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
+  # ONE_PROCESS: the cases share an expensive set-up (SetUpTestSuite), so the executable is one
+  # ctest test instead of one process per case; a skipped case shows the test as skipped.
+  if(T_ONE_PROCESS)
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    set_tests_properties(${T_NAME} PROPERTIES ${props} SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+  else()
+    gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
+  endif()
 endfunction()

@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
       return true;
     };
     if (a == "--version") {
-      std::printf("flotilla-operator 0.1.0\n");
+      std::printf("flotilla-operator %s\n", FLOTILLA_VERSION);
       return 0;
     } else if (a == "--leader-elect") {
       f.leader_elect = true;

@@ -17,6 +17,7 @@ nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPl
   Json spec_json = {{"nodeName", pod.node},
                     {"restartPolicy", "Never"},
                     {"terminationGracePeriodSeconds", tmpl.termination_grace_seconds},
+                    {"securityContext", {{"fsGroup", kWorkerImageGroup}, {"fsGroupChangePolicy", "OnRootMismatch"}}},
                     {"containers", Json::array()}};
   // Without a volume, checkpoint.path must be a path every node shares (devcluster: one machine).
   if (spec.checkpoint_volume.is_object()) {

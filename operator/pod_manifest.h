@@ -4,7 +4,8 @@
 //
 // Guarantees: pure; restartPolicy Never (a crashed sidecar fails the pod and the operator
 //   re-plans, instead of the kubelet restarting it under a stale plan); POD_NAME/NAMESPACE/IP
-//   from the downward API; the checkpoint volume mounted at checkpoint.path when given.
+//   from the downward API; the checkpoint volume mounted at checkpoint.path when given, with
+//   fsGroup kWorkerImageGroup so the worker image's non-root user can write its checkpoints.
 #pragma once
 
 #include <string>
@@ -15,6 +16,12 @@
 #include "operator/job_plan.h"
 
 namespace flotilla::op {
+
+// The user and group the flotilla-worker image runs as (images/stage-rootfs.sh, USER in
+// images/worker/Containerfile). A volume Kubernetes mounts is root's; fsGroup makes it writable
+// by this group (checked only when the volume's root does not already match: OnRootMismatch
+// skips the recursive chown of a large checkpoint folder on every start).
+inline constexpr int kWorkerImageGroup = 65532;
 
 struct PodTemplate {
   // The container's command: the sidecar and its flags (on devcluster: absolute paths and

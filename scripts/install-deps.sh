@@ -16,6 +16,9 @@ packages=(
   procps gnuplot-nox
   # scripts/install-tools.sh: npm fetches kubectl and Helm, unzip unpacks them
   unzip
+  # make images and tests/images: buildah builds the images (no daemon, no registry), skopeo
+  # inspects the OCI archives, umoci unpacks them (~11 s to install; the test runs in CI)
+  buildah skopeo umoci
 )
 # Debian's nodejs and npm, unless a Node.js with npm is already there (a nodesource build ships
 # npm inside its nodejs package, and Debian's npm would conflict with it).

@@ -1,0 +1,27 @@
+// pod_manifest(): the worker pod runs the sidecar from the job's image with its checkpoint volume
+// writable by the worker image's non-root user (images/worker/Containerfile: USER 65532:65532).
+#include "operator/pod_manifest.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/operator/operator_fixture.h"
+
+namespace fo = flotilla::op;
+using flotilla::op::testing::job_object;
+using flotilla::op::testing::spec_of;
+
+TEST(PodManifest, CheckpointVolumeIsWritableByTheWorkerImageUser) {
+  const fo::JobSpec spec =
+      spec_of(job_object(R"({"checkpoint": {"volume": {"persistentVolumeClaim": {"claimName": "ckpt"}}}})"));
+  fo::PlanPod pod{"demo-0", "node-a", "A100-80", 2, {0, 1}};
+  const nlohmann::json manifest = fo::pod_manifest(spec, pod, flotilla::PodPlan{}, fo::PodTemplate{});
+  const nlohmann::json& pod_spec = manifest.at("spec");
+  // 65532 is the user and group the image runs as; Kubernetes mounts volumes as root's.
+  EXPECT_EQ(pod_spec.at("securityContext").at("fsGroup"), 65532);
+  EXPECT_EQ(pod_spec.at("securityContext").at("fsGroupChangePolicy"), "OnRootMismatch");
+  EXPECT_EQ(pod_spec.at("volumes").at(0).at("persistentVolumeClaim").at("claimName"), "ckpt");
+  const nlohmann::json& container = pod_spec.at("containers").at(0);
+  EXPECT_EQ(container.at("image"), "w:1");
+  EXPECT_EQ(container.at("command"), nlohmann::json::array({"flotilla-sidecar"}));
+  EXPECT_EQ(container.at("volumeMounts").at(0).at("mountPath"), "/ckpt");
+}
