@@ -35,6 +35,7 @@ planner::PlaceRequest place_request(const JobSpec& spec, const PlanConstraints& 
                                                              : planner::megatron_constraints();
   if (limits.micro_batch_size) request.worker.micro_batch_sizes = {*limits.micro_batch_size};
   if (limits.dp) request.worker.dp_degrees = {*limits.dp};
+  request.suggest = limits.suggest;
   // spec.budget is per hour; the search bounds USD per iteration, which depends on the plan's
   // speed, so plan_job() checks the budget on the chosen plan instead.
   return request;

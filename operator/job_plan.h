@@ -72,6 +72,9 @@ struct PlanConstraints {
   std::optional<int> micro_batch_size;  // fixed after the first plan
   std::optional<int> dp;                // fixed under strict elasticity
   std::optional<int> virtual_shards;    // fixed after the first plan
+  // On failure, search for the smallest change that fits (up to ~20 more searches): off for
+  // probes whose failure only steers a search for the smallest feasible count.
+  bool suggest = true;
 };
 
 struct PlanOutcome {

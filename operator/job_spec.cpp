@@ -12,13 +12,17 @@ class SpecReader {
  public:
   explicit SpecReader(const Json& spec) : spec_(spec) {}
 
-  const Json* at(const std::string& path) const {
+  const Json* at(const std::string& path) {
     const Json* node = &spec_;
     std::size_t start = 0;
     while (start <= path.size()) {
       const std::size_t dot = path.find('.', start);
       const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (!node->is_object()) return nullptr;
+      if (!node->is_object()) {
+        // `resources: -0.5` is a mistake to name, not an absent block to default.
+        if (start > 0) fail(path.substr(0, start - 1), "must be an object");
+        return nullptr;
+      }
       auto it = node->find(key);
       if (it == node->end() || it->is_null()) return nullptr;
       node = &*it;

@@ -6,8 +6,9 @@ namespace flotilla::op {
 namespace {
 
 PlanOutcome plan_exactly(const JobSpec& spec, const planner::ClusterSpec& capacity, const planner::EvalContext& ctx,
-                         int min_gpus, int max_gpus, const std::optional<JobPlan>& initial) {
+                         int min_gpus, int max_gpus, const std::optional<JobPlan>& initial, bool suggest = false) {
   PlanConstraints limits;
+  limits.suggest = suggest;
   limits.min_gpus = min_gpus;
   limits.max_gpus = max_gpus;
   if (initial) {
@@ -38,7 +39,8 @@ JobTable build_job_table(const JobSpec& spec, const planner::ClusterSpec& capaci
     found = plan_exactly(spec, capacity, ctx, spec.min_gpus, hi, std::nullopt);
   }
   if (!found.plan) {
-    out.why_not = found.message;
+    // The probes skip the planner's suggestion (up to ~20 searches each); the answer has one.
+    out.why_not = plan_exactly(spec, capacity, ctx, spec.min_gpus, hi, std::nullopt, /*suggest=*/true).message;
     return out;
   }
   while (lo < hi) {

@@ -37,11 +37,10 @@ const GpuType* GpuCatalog::find(std::string_view name) const {
 }
 
 int GpuCatalog::index_of(std::string_view name) const {
-  const std::string want = normalize_name(name);
   for (std::size_t i = 0; i < types_.size(); ++i) {
-    if (normalize_name(types_[i].name) == want) return static_cast<int>(i);
+    if (same_name(types_[i].name, name)) return static_cast<int>(i);
     for (const std::string& a : types_[i].aliases) {
-      if (normalize_name(a) == want) return static_cast<int>(i);
+      if (same_name(a, name)) return static_cast<int>(i);
     }
   }
   return -1;

@@ -82,14 +82,25 @@ std::vector<ModelSpec> make_presets() {
 
 }  // namespace
 
+namespace {
+char normalized_char(char c) {
+  if (c == '_' || c == ' ') return '-';
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+}  // namespace
+
 std::string normalize_name(std::string_view name) {
   std::string out;
   out.reserve(name.size());
-  for (char c : name) {
-    if (c == '_' || c == ' ') c = '-';
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
+  for (char c : name) out.push_back(normalized_char(c));
   return out;
+}
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (normalized_char(a[i]) != normalized_char(b[i])) return false;
+  return true;
 }
 
 std::int64_t embedding_params(const ModelSpec& m) {
@@ -151,11 +162,10 @@ const std::vector<ModelSpec>& model_presets() {
 }
 
 std::optional<ModelSpec> find_preset(std::string_view name) {
-  const std::string want = normalize_name(name);
   for (const ModelSpec& m : model_presets()) {
-    if (normalize_name(m.name) == want) return m;
+    if (same_name(m.name, name)) return m;
     for (const std::string& alias : m.aliases) {
-      if (normalize_name(alias) == want) return m;
+      if (same_name(alias, name)) return m;
     }
   }
   return std::nullopt;

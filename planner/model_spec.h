@@ -60,5 +60,8 @@ std::optional<ModelSpec> find_preset(std::string_view name);
 // Canonical form of a name for matching: lower case, '_' and ' ' -> '-', trailing "b"/"m"
 // size suffix kept. Exposed so the GPU catalog and profile lookup match names the same way.
 std::string normalize_name(std::string_view name);
+// normalize_name(a) == normalize_name(b), without building either string: the planner's inner
+// loops look GPU types up in the catalog and the network fits by name on every evaluation.
+bool same_name(std::string_view a, std::string_view b);
 
 }  // namespace flotilla::planner

@@ -21,9 +21,8 @@ double eval_fit(const BandwidthFit& f, double message_bytes) {
 // The fit for this GPU type and group size: exact, else the nearest smaller, else the smallest.
 const BandwidthFit* pick(const std::map<std::string, std::map<int, BandwidthFit>>& fits,
                          std::string_view gpu, int n, int& fit_n) {
-  const std::string want = normalize_name(gpu);
   for (const auto& [name, by_n] : fits) {
-    if (normalize_name(name) != want || by_n.empty()) continue;
+    if (!same_name(name, gpu) || by_n.empty()) continue;
     auto it = by_n.upper_bound(n);
     if (it != by_n.begin()) --it;
     fit_n = it->first;
@@ -99,10 +98,9 @@ LinkKind NetworkModel::link_between(std::string_view zone_a, std::string_view zo
 namespace {
 std::string_view fit_name(const NetworkModel& n, const GpuType& gpu) {
   const auto known = [&](std::string_view name) {
-    const std::string want = normalize_name(name);
     for (const auto* fits : {&n.intra_node, &n.inter_node}) {
       for (const auto& kv : *fits) {
-        if (normalize_name(kv.first) == want) return true;
+        if (same_name(kv.first, name)) return true;
       }
     }
     return false;

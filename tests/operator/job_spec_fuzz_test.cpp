@@ -40,7 +40,6 @@ TEST(JobSpecFuzz, ThreeThousandMutantsAreRefusedWithAFieldPathOrPlannedWithoutAC
       continue;
     }
     const fo::JobSpec& spec = std::get<fo::JobSpec>(parsed);
-    if (std::getenv("FUZZ_TRACE")) std::fprintf(stderr, "mutant %d: %s\n", i, job["spec"].dump().c_str());
     const auto snapshot = cluster.snapshot_for(spec.key());
     const fo::JobTable table = fo::build_job_table(spec, snapshot, context);
     if (table.initial_gpus == 0) {
@@ -64,5 +63,5 @@ TEST(JobSpecFuzz, ThreeThousandMutantsAreRefusedWithAFieldPathOrPlannedWithoutAC
   EXPECT_GT(refused, 300);
   EXPECT_GT(planned, 300);
   EXPECT_GT(unplaceable, 10);
-  EXPECT_LT(slowest_s, 5.0) << "one spec took the operator's planning path this long";
+  EXPECT_LT(slowest_s, 10.0) << "one spec took the operator's planning path this long";
 }

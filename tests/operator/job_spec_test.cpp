@@ -63,3 +63,14 @@ TEST(JobSpec, IntFieldsWiderThanInt32AreRefusedNotNarrowed) {
             "spec.trainSteps: must be at most 9223372036854775807");
   EXPECT_EQ(error_of(job_object(R"({"resources": {"maxGPUs": 2147483647}})")), "");
 }
+
+// Found by the fuzz test: a block that is not an object was read as absent, so `resources: -0.5`
+// silently meant "any GPU type, no cap".
+TEST(JobSpec, ABlockThatIsNotAnObjectIsRefusedNotDefaulted) {
+  auto job = job_object();
+  job["spec"]["resources"] = -0.5;
+  EXPECT_EQ(error_of(job), "spec.resources: must be an object");
+  job = job_object();
+  job["spec"]["elasticity"] = "strict";
+  EXPECT_EQ(error_of(job), "spec.elasticity: must be an object");
+}

@@ -85,3 +85,16 @@ TEST(ModelSpec, ReferenceWorkerModelsMatchTheWorkersParameterCounts) {
   EXPECT_EQ(fp::total_params(*gpt125), 134994432);
   EXPECT_TRUE(fp::find_preset("tiny"));
 }
+
+// same_name() is normalize_name() equality without the strings: checked on every pair of a set
+// that has case, '_' / ' ' / '-' variants, prefixes and non-ASCII bytes.
+TEST(ModelSpecNames, SameNameAgreesWithNormalizedEquality) {
+  const std::vector<std::string> names = {"A100-80",  "a100_80", "A100 80", "a100-80g", "A100-8",  "",
+                                          "H100",     "h100",    "Llama-2-7B", "llama_2_7b", "LLAMA 2 7B",
+                                          "ünïcødé",  "ÜNÏCØDÉ", "gpt-3-175b", "GPT-3-175B-"};
+  for (const auto& a : names)
+    for (const auto& b : names)
+      EXPECT_EQ(flotilla::planner::same_name(a, b),
+                flotilla::planner::normalize_name(a) == flotilla::planner::normalize_name(b))
+          << "'" << a << "' vs '" << b << "'";
+}
