@@ -131,7 +131,8 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
   for (const AllocatorJob* j : order) {
     if (j->running) continue;
     if (j->initial_gpus <= 0) {
-      decided[j->key] = decision(*j, AllocAction::kWait, 0, "FitsNowhere", "no plan fits the allowed GPU types");
+      decided[j->key] = decision(*j, AllocAction::kWait, 0, "FitsNowhere",
+                                 j->fits_nowhere_why.empty() ? "no plan fits the allowed GPU types" : j->fits_nowhere_why);
       continue;
     }
     const int free = pool.available(j->gpu_types);

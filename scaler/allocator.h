@@ -42,6 +42,7 @@ struct AllocatorJob {
   int current_gpus = 0;
   int gpus_alive = -1;                 // of current_gpus, on healthy nodes; -1: all
   int initial_gpus = 0;                // admission size; 0: fits nowhere (waits, never admitted)
+  std::string fits_nowhere_why;        // with initial_gpus 0: the planner's line, for the user
   const ScaleTable* table = nullptr;   // not owned; null: no resizing possible
   std::vector<std::string> gpu_types;  // allowed; empty: any
   double overhead_s = 30;              // restart overhead of a rescale
