@@ -271,3 +271,62 @@ spec:
   ASSERT_EQ(dc.kubectl("delete pdb web-pdb").exit_code, 0);
   EXPECT_EQ(dc.call("GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb").first, 404);
 }
+
+TEST_F(DevclusterWorkloads, RecreateNeverOverlapsAndARefusedPodIsAReplicaFailure) {
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments",
+                    deployment("re", 2, sleeper("v1"), {{"type", "Recreate"}})).first, 201);
+  ASSERT_TRUE(eventually([&] { return ready_count("re") == 2; }));
+  const std::string old_hash = pods_of("re").begin()->second.first;
+  ASSERT_EQ(dc.call("PATCH", "/apis/apps/v1/namespaces/default/deployments/re",
+                    {{"spec", {{"template", {{"spec", {{"containers", Json::array({sleeper("v2")})}}}}}}}},
+                    "application/merge-patch+json").first, 200);
+  // Recreate: the new template's pods appear only once every old pod (terminating ones too) is gone.
+  bool overlapped = false;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto [c, list] = dc.call("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dre");
+        int old_n = 0, new_n = 0, ready_new = 0;
+        for (const auto& p : list["items"]) {
+          bool is_old = p["metadata"]["labels"].value("pod-template-hash", "") == old_hash;
+          (is_old ? old_n : new_n)++;
+          if (!is_old && !p["metadata"].contains("deletionTimestamp"))
+            for (const auto& cond : p.value("/status/conditions"_json_pointer, Json::array()))
+              ready_new += cond.value("type", "") == "Ready" && cond.value("status", "") == "True";
+        }
+        overlapped = overlapped || (old_n > 0 && new_n > 0);
+        return old_n == 0 && ready_new == 2;
+      },
+      30s))
+      << dc.log();
+  EXPECT_FALSE(overlapped);
+
+  // A pod the API refuses (its ServiceAccount does not exist) is reported on the Deployment.
+  Json ghost = deployment("ghost", 1, sleeper("x"));
+  ghost["spec"]["template"]["spec"]["serviceAccountName"] = "ghost";
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments", ghost).first, 201);
+  std::string message;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& c : get("/apis/apps/v1/namespaces/default/deployments/ghost").value("/status/conditions"_json_pointer, Json::array()))
+      if (c.value("type", "") == "ReplicaFailure" && c.value("reason", "") == "FailedCreate") message = c.value("message", "");
+    return !message.empty();
+  }));
+  EXPECT_NE(message.find("error looking up service account default/ghost"), std::string::npos) << message;
+}
+
+TEST_F(DevclusterWorkloads, FailingLivenessProbeRestartsTheContainer) {
+  // Nothing listens on this port: a tcpSocket liveness probe fails and the container restarts.
+  const int port = 40000 + getpid() % 20000;
+  Json c = sleeper("live");
+  c["livenessProbe"] = {{"tcpSocket", {{"port", port}}}, {"periodSeconds", 1}, {"failureThreshold", 1}};
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("live", 1, c)).first, 201);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto pods = pods_of("live");
+        if (pods.size() != 1) return false;
+        Json p = get("/api/v1/namespaces/default/pods/" + pods.begin()->first);
+        return p.value("/status/containerStatuses/0/restartCount"_json_pointer, 0) >= 1;
+      },
+      15s))
+      << dc.log();
+  EXPECT_NE(dc.log().find("failed its liveness probe"), std::string::npos);
+}
