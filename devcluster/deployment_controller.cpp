@@ -322,15 +322,16 @@ void DeploymentController::sync(const std::string& ns, const std::string& name) 
       }
       empty_old.emplace_back(r, set_name);
     }
+    // Changing spec.replicas bumps the generation in the same write; status observes that one.
+    const bool resized = set.value("/spec/replicas"_json_pointer, -1) != kept;
     Json rs_status = {{"replicas", static_cast<int>(pods.size())}, {"fullyLabeledReplicas", static_cast<int>(pods.size())},
                       {"readyReplicas", ready_n}, {"availableReplicas", avail_n},
-                      {"observedGeneration", set["metadata"].value("generation", 0LL)}};
-    if (set.value("/spec/replicas"_json_pointer, -1) != kept || set.value("status", Json()) != rs_status)
+                      {"observedGeneration", set["metadata"].value("generation", 0LL) + (resized ? 1 : 0)}};
+    if (resized || set.value("status", Json()) != rs_status)
       api_.mutate(*replicasets_, ns, set_name, [&](Json& r) {
         r["spec"]["replicas"] = kept;
         r["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] = std::to_string(replicas);
         r["status"] = rs_status;
-        r["status"]["observedGeneration"] = r["metadata"].value("generation", 0LL);
         return true;
       });
   }

@@ -83,6 +83,12 @@ TEST_F(DevclusterWorkloads, DeploymentKeepsReplicasReplacesDeletedPodsAndIsGarba
     EXPECT_EQ(rs["metadata"]["uid"], ref["uid"]);
     EXPECT_EQ(rs["metadata"]["ownerReferences"][0]["uid"], dep["metadata"]["uid"]);
   }
+  // The ReplicaSet's status observes its current generation (kstatus reads it).
+  ASSERT_TRUE(eventually([&] {
+    Json rs = get("/apis/apps/v1/namespaces/default/replicasets/web-" + pods.begin()->second.first);
+    return rs["spec"]["replicas"] == 3 && rs.value("/status/readyReplicas"_json_pointer, 0) == 3 &&
+           rs.value("/status/observedGeneration"_json_pointer, 0LL) == rs["metadata"].value("generation", -1LL);
+  }));
   ASSERT_TRUE(eventually([&] {
     Json s = get("/apis/apps/v1/namespaces/default/deployments/web")["status"];
     return s.value("availableReplicas", 0) == 3 && s.value("observedGeneration", 0) == 1;
