@@ -5,16 +5,18 @@
 #include <regex>
 #include <set>
 
+#include "devcluster/apply.h"
 #include "devcluster/builtin_schema.h"
 #include "devcluster/quantity.h"
 #include "devcluster/schema.h"
 #include "devcluster/selectors.h"
+#include "devcluster/service_accounts.h"
 #include "devcluster/strategic_merge.h"
 
 namespace flotilla::devcluster {
 namespace {
 
-const WriteOptions kInternal{false, "", true};
+const WriteOptions kInternal{false, "", true, "", nullptr};
 
 bool valid_dns_subdomain(const std::string& name) {
   static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
@@ -62,8 +64,8 @@ bool is_terminal_pod(const Json& pod) {
 
 std::string label(const ResourceType& t) { return t.group.empty() ? t.plural : t.plural + "." + t.group; }
 
-void default_pod(Json& pod) {
-  Json& spec = pod["spec"];
+void default_pod_spec(Json& spec) {
+  if (!spec.is_object()) return;
   if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Always";
   if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
   if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
@@ -73,29 +75,61 @@ void default_pod(Json& pod) {
   if (!spec.contains("securityContext") || spec["securityContext"].is_null()) spec["securityContext"] = Json::object();
   if (spec.contains("containers") && spec["containers"].is_array())
     for (auto& c : spec["containers"]) {
+      if (!c.is_object()) continue;
       if (!c.contains("terminationMessagePath")) c["terminationMessagePath"] = "/dev/termination-log";
+      if (!c.contains("terminationMessagePolicy")) c["terminationMessagePolicy"] = "File";
       if (!c.contains("imagePullPolicy")) c["imagePullPolicy"] = "IfNotPresent";
       if (c.contains("ports") && c["ports"].is_array())
         for (auto& p : c["ports"])
-          if (!p.contains("protocol")) p["protocol"] = "TCP";
+          if (p.is_object() && !p.contains("protocol")) p["protocol"] = "TCP";
     }
+}
+
+void default_pod(Json& pod) {
+  Json& spec = pod["spec"];
+  default_pod_spec(spec);
+  // The ServiceAccount admission plugin: every pod runs as one, `default` unless it names one.
+  if (spec.value("serviceAccountName", "").empty()) spec["serviceAccountName"] = spec.value("serviceAccount", "default");
+  if (spec.value("serviceAccountName", "").empty()) spec["serviceAccountName"] = "default";
+  spec["serviceAccount"] = spec["serviceAccountName"];
   Json status = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
   if (spec.value("nodeName", "") != "")
     status["conditions"] = Json::array({{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", now_rfc3339()}}});
   pod["status"] = status;
 }
 
-std::vector<Cause> validate_pod(const Json& pod) {
+// apps/v1 defaults (SetDefaults_Deployment), the template's pod spec defaulted like a pod's.
+void default_deployment(Json& d) {
+  Json& spec = d["spec"];
+  if (!spec.is_object()) return;
+  if (!spec.contains("replicas")) spec["replicas"] = 1;
+  if (!spec.contains("revisionHistoryLimit")) spec["revisionHistoryLimit"] = 10;
+  if (!spec.contains("progressDeadlineSeconds")) spec["progressDeadlineSeconds"] = 600;
+  if (!spec.contains("strategy") || !spec["strategy"].is_object()) spec["strategy"] = Json::object();
+  Json& strategy = spec["strategy"];
+  if (!strategy.contains("type")) strategy["type"] = "RollingUpdate";
+  if (strategy["type"] == "RollingUpdate") {
+    if (!strategy.contains("rollingUpdate") || !strategy["rollingUpdate"].is_object()) strategy["rollingUpdate"] = Json::object();
+    if (!strategy["rollingUpdate"].contains("maxSurge")) strategy["rollingUpdate"]["maxSurge"] = "25%";
+    if (!strategy["rollingUpdate"].contains("maxUnavailable")) strategy["rollingUpdate"]["maxUnavailable"] = "25%";
+  }
+  if (spec.contains("template") && spec["template"].is_object()) {
+    if (!spec["template"].contains("metadata")) spec["template"]["metadata"] = Json::object();
+    if (spec["template"].contains("spec")) default_pod_spec(spec["template"]["spec"]);
+  }
+}
+
+std::vector<Cause> validate_pod_spec(const Json& spec_in, const std::string& at_spec) {
   std::vector<Cause> causes;
-  const Json spec = pod.value("spec", Json::object());
+  const Json spec = spec_in.is_object() ? spec_in : Json::object();
   if (!spec.contains("containers") || !spec["containers"].is_array() || spec["containers"].empty()) {
-    causes.push_back({"spec.containers", "FieldValueRequired", "Required value"});
+    causes.push_back({at_spec + ".containers", "FieldValueRequired", "Required value"});
     return causes;
   }
   std::set<std::string> names;
   for (size_t i = 0; i < spec["containers"].size(); ++i) {
     const Json& c = spec["containers"][i];
-    std::string at = "spec.containers[" + std::to_string(i) + "]";
+    std::string at = at_spec + ".containers[" + std::to_string(i) + "]";
     if (!c.is_object() || c.value("name", "").empty()) causes.push_back({at + ".name", "FieldValueRequired", "Required value"});
     else if (!names.insert(c["name"].get<std::string>()).second)
       causes.push_back({at + ".name", "FieldValueDuplicate", "Duplicate value: \"" + c["name"].get<std::string>() + "\""});
@@ -112,7 +146,7 @@ std::vector<Cause> validate_pod(const Json& pod) {
         const Json res = c["resources"].value(kind, Json::object());
         if (!res.is_object()) continue;
         for (const auto& [resource, q] : res.items()) {
-          std::string at = std::string("spec.") + list + "[" + std::to_string(i) + "].resources." + kind + "[" + resource + "]";
+          std::string at = at_spec + "." + list + "[" + std::to_string(i) + "].resources." + kind + "[" + resource + "]";
           std::string text = q.is_string() ? q.get<std::string>() : q.dump();
           auto value = quantity_value(q);
           if (!value) continue;  // the decode refused malformed ones
@@ -127,16 +161,57 @@ std::vector<Cause> validate_pod(const Json& pod) {
   }
   if (spec.contains("terminationGracePeriodSeconds") && spec["terminationGracePeriodSeconds"].is_number_integer() &&
       spec["terminationGracePeriodSeconds"].get<long long>() < 0)
-    causes.push_back({"spec.terminationGracePeriodSeconds", "FieldValueInvalid",
+    causes.push_back({at_spec + ".terminationGracePeriodSeconds", "FieldValueInvalid",
                       "Invalid value: " + spec["terminationGracePeriodSeconds"].dump() + ": must be greater than or equal to 0"});
   if (spec.contains("activeDeadlineSeconds") && spec["activeDeadlineSeconds"].is_number_integer() &&
       spec["activeDeadlineSeconds"].get<long long>() <= 0)
-    causes.push_back({"spec.activeDeadlineSeconds", "FieldValueInvalid",
+    causes.push_back({at_spec + ".activeDeadlineSeconds", "FieldValueInvalid",
                       "Invalid value: " + spec["activeDeadlineSeconds"].dump() + ": must be between 1 and 2147483647, inclusive"});
   std::string rp = spec.value("restartPolicy", "Always");
   if (rp != "Always" && rp != "OnFailure" && rp != "Never")
-    causes.push_back({"spec.restartPolicy", "FieldValueNotSupported",
+    causes.push_back({at_spec + ".restartPolicy", "FieldValueNotSupported",
                       "Unsupported value: \"" + rp + "\": supported values: \"Always\", \"OnFailure\", \"Never\""});
+  return causes;
+}
+
+std::vector<Cause> validate_pod(const Json& pod) { return validate_pod_spec(pod.value("spec", Json::object()), "spec"); }
+
+// apps/v1 Deployment validation: a selector that selects the template's labels, a valid
+// template, non-negative counts.
+std::vector<Cause> validate_deployment(const Json& d) {
+  std::vector<Cause> causes;
+  const Json spec = d.value("spec", Json::object());
+  const Json selector = spec.value("selector", Json());
+  const Json labels = spec.value("/template/metadata/labels"_json_pointer, Json::object());
+  if (!selector.is_object() || (selector.value("matchLabels", Json::object()).empty() &&
+                                selector.value("matchExpressions", Json::array()).empty())) {
+    causes.push_back({"spec.selector", "FieldValueRequired", "Required value"});
+  } else {
+    LabelSelector parsed;
+    std::string error;
+    if (!label_selector_from_json(selector, &parsed, &error))
+      causes.push_back({"spec.selector", "FieldValueInvalid", "Invalid value: " + selector.dump() + ": " + error});
+    else if (!parsed.matches(labels))
+      causes.push_back({"spec.template.metadata.labels", "FieldValueInvalid",
+                        "Invalid value: " + labels.dump() + ": `selector` does not match template `labels`"});
+  }
+  for (const char* field : {"replicas", "minReadySeconds", "revisionHistoryLimit"})
+    if (spec.contains(field) && spec[field].is_number_integer() && spec[field].get<long long>() < 0)
+      causes.push_back({std::string("spec.") + field, "FieldValueInvalid",
+                        "Invalid value: " + spec[field].dump() + ": must be greater than or equal to 0"});
+  const std::string strategy = spec.value("/strategy/type"_json_pointer, std::string("RollingUpdate"));
+  if (strategy != "RollingUpdate" && strategy != "Recreate")
+    causes.push_back({"spec.strategy.type", "FieldValueNotSupported",
+                      "Unsupported value: \"" + strategy + "\": supported values: \"Recreate\", \"RollingUpdate\""});
+  if (strategy == "Recreate" && spec.contains("strategy") && spec["strategy"].contains("rollingUpdate"))
+    causes.push_back({"spec.strategy.rollingUpdate", "FieldValueForbidden",
+                      "Forbidden: may not be specified when strategy `type` is 'Recreate'"});
+  if (spec.value("/template/spec/restartPolicy"_json_pointer, std::string("Always")) != "Always")
+    causes.push_back({"spec.template.spec.restartPolicy", "FieldValueNotSupported",
+                      "Unsupported value: \"" + spec.value("/template/spec/restartPolicy"_json_pointer, std::string()) +
+                          "\": supported values: \"Always\""});
+  for (auto& c : validate_pod_spec(spec.value("/template/spec"_json_pointer, Json::object()), "spec.template.spec"))
+    causes.push_back(std::move(c));
   return causes;
 }
 
@@ -204,6 +279,33 @@ std::vector<Cause> validate_crd(const Json& crd) {
   if (!versions.empty() && storage != 1)
     causes.push_back({"spec.versions", "FieldValueInvalid", "Invalid value: " + std::to_string(storage) +
                                                                 ": must have exactly one version marked as storage version"});
+  return causes;
+}
+
+// roleRef of a RoleBinding (Role or ClusterRole) or ClusterRoleBinding (ClusterRole only).
+std::vector<Cause> validate_role_ref(const Json& binding, bool namespaced) {
+  std::vector<Cause> causes;
+  const Json ref = binding.value("roleRef", Json::object());
+  const std::string kind = ref.value("kind", "");
+  if (ref.value("name", "").empty()) causes.push_back({"roleRef.name", "FieldValueRequired", "Required value"});
+  if (ref.value("apiGroup", "") != "rbac.authorization.k8s.io")
+    causes.push_back({"roleRef.apiGroup", "FieldValueNotSupported",
+                      "Unsupported value: \"" + ref.value("apiGroup", "") + "\": supported values: \"rbac.authorization.k8s.io\""});
+  if (namespaced ? kind != "Role" && kind != "ClusterRole" : kind != "ClusterRole")
+    causes.push_back({"roleRef.kind", "FieldValueNotSupported",
+                      "Unsupported value: \"" + kind + "\": supported values: " +
+                          (namespaced ? "\"ClusterRole\", \"Role\"" : "\"ClusterRole\"")});
+  const Json subjects = binding.value("subjects", Json::array());
+  for (size_t i = 0; i < subjects.size(); ++i) {
+    const std::string at = "subjects[" + std::to_string(i) + "]";
+    const std::string skind = subjects[i].value("kind", "");
+    if (subjects[i].value("name", "").empty()) causes.push_back({at + ".name", "FieldValueRequired", "Required value"});
+    if (skind != "User" && skind != "Group" && skind != "ServiceAccount")
+      causes.push_back({at + ".kind", "FieldValueNotSupported",
+                        "Unsupported value: \"" + skind + "\": supported values: \"Group\", \"ServiceAccount\", \"User\""});
+    if (skind == "ServiceAccount" && !namespaced && subjects[i].value("namespace", "").empty())
+      causes.push_back({at + ".namespace", "FieldValueRequired", "Required value"});
+  }
   return causes;
 }
 
@@ -307,11 +409,18 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
   if (name.empty() && !meta.value("generateName", "").empty()) name = meta["generateName"].get<std::string>() + random_suffix(5);
   if (name.empty())
     return Outcome::fail(invalid(type.group, type.kind, "", {{"metadata.name", "FieldValueRequired", "Required value: name or generateName is required"}}));
-  if (!valid_dns_subdomain(name))
+  if (type.group == "rbac.authorization.k8s.io") {
+    // RBAC objects are named by path segment (ValidateRBACName): "system:discovery" is valid.
+    if (name == "." || name == ".." || name.find_first_of("/%") != std::string::npos)
+      return Outcome::fail(invalid(type.group, type.kind, name,
+                                   {{"metadata.name", "FieldValueInvalid",
+                                     "Invalid value: \"" + name + "\": may not be '.' or '..' and may not contain '/' or '%'"}}));
+  } else if (!valid_dns_subdomain(name)) {
     return Outcome::fail(invalid(type.group, type.kind, name,
                                  {{"metadata.name", "FieldValueInvalid",
                                    "Invalid value: \"" + name + "\": a lowercase RFC 1123 subdomain must consist of lower case "
                                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"}}));
+  }
   meta["name"] = name;
   if (auto causes = validate_labels_and_annotations(meta); !causes.empty())
     return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
@@ -324,6 +433,7 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
   }
   for (const char* k : {"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
     meta.erase(k);
+  if (!opts.applied_fields.is_null()) set_managed_fields(body, opts.field_manager, opts.applied_fields, api_version, now_rfc3339());
 
   Outcome out;
   out.warnings = std::move(decode_warnings);
@@ -337,6 +447,14 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
     meta["labels"]["kubernetes.io/metadata.name"] = name;
   } else if (type.plural == "secrets" && type.group.empty()) {
     default_secret(body);
+  } else if (type.plural == "deployments" && type.group == "apps") {
+    default_deployment(body);
+    if (auto causes = validate_deployment(body); !causes.empty())
+      return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
+    body["status"] = Json::object();
+  } else if (type.plural == "rolebindings" || type.plural == "clusterrolebindings") {
+    if (auto causes = validate_role_ref(body, type.plural == "rolebindings"); !causes.empty())
+      return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   } else if (type.plural == "customresourcedefinitions") {
     auto causes = validate_crd(body);
     if (!causes.empty()) return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
@@ -375,6 +493,15 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
   }
   if (store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name))
     return Outcome::fail(already_exists(type.group, type.plural, name));
+  if (type.plural == "pods" && type.group.empty()) {
+    // The ServiceAccount admission plugin refuses a pod whose ServiceAccount does not exist.
+    const std::string sa = body["spec"].value("serviceAccountName", "default");
+    if (!store_.get_locked("/serviceaccounts", ns, sa))
+      return Outcome::fail({403, "Forbidden",
+                            "pods \"" + name + "\" is forbidden: error looking up service account " + ns + "/" + sa +
+                                ": serviceaccount \"" + sa + "\" not found",
+                            "pods", "", name, {}});
+  }
   meta["uid"] = new_uid();
   meta["creationTimestamp"] = now_rfc3339();
   if (body.contains("spec") || type.is_crd) meta["generation"] = 1;
@@ -388,6 +515,7 @@ Outcome Api::create(const ResourceType& type, const std::string& ns, Json body, 
   store_.put_locked(type.storage_key(), stored_ns, name, std::move(body), "ADDED");
   out.code = 201;
   out.object = *store_.get_locked(type.storage_key(), stored_ns, name);
+  if (type.plural == "namespaces" && type.group.empty()) ensure_default_service_account_locked(name);
   if (type.plural == "customresourcedefinitions") reload_crds_locked();
   return out;
 }
@@ -435,7 +563,8 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
       if (cur["metadata"].contains(k)) m[k] = cur["metadata"][k];
       else m.erase(k);
     }
-    m.erase("managedFields");
+    // managedFields as sent (apply sets them), else kept: devcluster records apply managers only.
+    if (!m.contains("managedFields") && cur["metadata"].contains("managedFields")) m["managedFields"] = cur["metadata"]["managedFields"];
   }
   next["apiVersion"] = cur.value("apiVersion", type.api_version());
   next["kind"] = type.kind;
@@ -454,6 +583,20 @@ Outcome Api::update_locked(const ResourceType& type, const std::string& ns, cons
     if (!causes.empty()) return Outcome::fail(invalid("", "Pod", name, std::move(causes)));
   } else if (type.plural == "secrets" && type.group.empty()) {
     default_secret(next);
+  } else if (type.plural == "deployments" && type.group == "apps" && !status_subresource) {
+    default_deployment(next);
+    auto causes = validate_deployment(next);
+    if (next.value("/spec/selector"_json_pointer, Json()) != cur.value("/spec/selector"_json_pointer, Json()))
+      causes.push_back({"spec.selector", "FieldValueInvalid",
+                        "Invalid value: " + next.value("/spec/selector"_json_pointer, Json()).dump() + ": field is immutable"});
+    if (!causes.empty()) return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
+  } else if ((type.plural == "rolebindings" || type.plural == "clusterrolebindings") &&
+             type.group == "rbac.authorization.k8s.io") {
+    auto causes = validate_role_ref(next, type.plural == "rolebindings");
+    if (next.value("roleRef", Json()) != cur.value("roleRef", Json()))
+      causes.push_back({"roleRef", "FieldValueInvalid",
+                        "Invalid value: " + next.value("roleRef", Json()).dump() + ": cannot change roleRef"});
+    if (!causes.empty()) return Outcome::fail(invalid(type.group, type.kind, name, std::move(causes)));
   } else if (type.plural == "customresourcedefinitions" && type.group == "apiextensions.k8s.io" && !status_subresource) {
     // A CRD update is checked like a create: a schema that cannot be enforced is refused.
     auto causes = validate_crd(next);
@@ -490,9 +633,18 @@ Outcome Api::patch(const ResourceType& type, const std::string& ns, const std::s
                    const std::string& content_type, const std::string& body, bool status_subresource,
                    const WriteOptions& opts) {
   std::string ct = content_type.substr(0, content_type.find(';'));
-  if (ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor")
-    return Outcome::fail({415, "UnsupportedMediaType", "server-side apply is not supported by devcluster; use kubectl apply (client-side)",
+  if (ct == "application/apply-patch+cbor")
+    return Outcome::fail({415, "UnsupportedMediaType", "devcluster takes apply patches as YAML or JSON (application/apply-patch+yaml), not CBOR",
                           "", "", "", {}});
+  if (ct == "application/apply-patch+yaml") {
+    if (opts.field_manager.empty())
+      return Outcome::fail(invalid("meta.k8s.io", "PatchOptions", "",
+                                   {{"fieldManager", "FieldValueRequired", "Required value: is required for apply patch"}}));
+    Json applied;
+    std::string error;
+    if (!parse_apply_body(body, &applied, &error)) return Outcome::fail(bad_request(error));
+    return apply(type, ns, name, std::move(applied), status_subresource, opts);
+  }
   if (ct == "application/strategic-merge-patch+json" && type.is_crd)
     return Outcome::fail({415, "UnsupportedMediaType",
                           "the body of the request was in an unknown format - accepted media types include: "
@@ -531,6 +683,31 @@ Outcome Api::patch(const ResourceType& type, const std::string& ns, const std::s
   }
   if (!next.is_object()) return Outcome::fail(bad_request("the patched object is not a JSON object"));
   return update_locked(type, ns, name, std::move(next), status_subresource, opts, current);
+}
+
+Outcome Api::apply(const ResourceType& type, const std::string& ns, const std::string& name, Json applied,
+                   bool status_subresource, const WriteOptions& opts) {
+  if (!applied.contains("metadata") || !applied["metadata"].is_object()) applied["metadata"] = Json::object();
+  if (applied["metadata"].value("name", name) != name)
+    return Outcome::fail(bad_request("the name of the object (" + applied["metadata"].value("name", "") +
+                                     ") does not match the name on the URL (" + name + ")"));
+  applied["metadata"]["name"] = name;
+  {
+    auto lock = store_.lock();
+    ObjectPtr current = store_.get_locked(type.storage_key(), type.namespaced ? ns : "", name);
+    if (current) {
+      const Json fields = applied_field_set(applied);
+      Json next = apply_configuration(*current, applied, managed_fields_of(*current, opts.field_manager));
+      set_managed_fields(next, opts.field_manager, fields, type.api_version(), now_rfc3339());
+      return update_locked(type, ns, name, std::move(next), status_subresource, opts, current);
+    }
+  }
+  // Absent: apply creates it (kube-apiserver does too), recording the manager's fields.
+  WriteOptions create_opts = opts;
+  create_opts.applied_fields = applied_field_set(applied);
+  Outcome o = create(type, ns, std::move(applied), create_opts);
+  if (o.ok()) o.code = 201;
+  return o;
 }
 
 Outcome Api::mutate(const ResourceType& type, const std::string& ns, const std::string& name,
@@ -652,6 +829,20 @@ Outcome Api::force_remove(const ResourceType& type, const std::string& ns, const
     return o;
   }
   return remove_now_locked(type, ns, name);
+}
+
+void Api::ensure_default_service_account_locked(const std::string& ns) {
+  if (store_.get_locked("/serviceaccounts", ns, "default")) return;
+  Json sa = default_service_account(ns);
+  sa["metadata"]["uid"] = new_uid();
+  sa["metadata"]["creationTimestamp"] = now_rfc3339();
+  store_.put_locked("/serviceaccounts", ns, "default", std::move(sa), "ADDED");
+}
+
+void Api::ensure_default_service_accounts() {
+  auto lock = store_.lock();
+  for (const auto& [key, obj] : store_.list_locked("/namespaces", ""))
+    if (!(*obj)["metadata"].contains("deletionTimestamp")) ensure_default_service_account_locked((*obj)["metadata"].value("name", ""));
 }
 
 Outcome Api::bind_pod(const std::string& ns, const std::string& name, const Json& binding) {

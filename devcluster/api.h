@@ -9,7 +9,8 @@
 //   deletionTimestamp and are removed when the last finalizer goes; errors are ApiError
 //   values that render as metav1.Status.
 // Assumes: the registry passed in is swapped copy-on-write when CRDs change (registry()).
-// Caveats: no admission webhooks, no RBAC, no server-side apply (415), pod spec is mutable,
+// Caveats: no admission webhooks (authorization is http_api.h's, through rbac.h); server-side
+//   apply is the subset apply.h describes; pod spec is mutable,
 //   Foreground propagation is treated as Background.
 #pragma once
 
@@ -46,6 +47,10 @@ struct WriteOptions {
   // A controller's own write (kubelet, scheduler, GC via mutate/bind): skips the typed decode of
   // built-in kinds, so a status can still be written on an object stored before it existed.
   bool internal = false;
+  // fieldManager query parameter; required for server-side apply (apply.h).
+  std::string field_manager;
+  // Set by apply when the object is absent: the field set to record in managedFields.
+  Json applied_fields;
 };
 
 struct DeleteOptions {
@@ -82,14 +87,20 @@ class Api {
 
   // Rebuilds CRD types from the store (after load); takes the lock.
   void reload_crds();
+  // Every namespace has a ServiceAccount `default` (created with the namespace; this fills in
+  // namespaces stored before devcluster did that). Takes the lock.
+  void ensure_default_service_accounts();
 
  private:
+  Outcome apply(const ResourceType& type, const std::string& ns, const std::string& name, Json applied,
+                bool status_subresource, const WriteOptions& opts);
   Outcome update_locked(const ResourceType& type, const std::string& ns, const std::string& name, Json body,
                         bool status_subresource, const WriteOptions& opts, const ObjectPtr& current);
   Outcome remove_now_locked(const ResourceType& type, const std::string& ns, const std::string& name);
   std::optional<ApiError> check_crd_object(const ResourceType& type, Json& obj, const WriteOptions& opts,
                                            std::vector<std::string>* warnings) const;
   void reload_crds_locked();
+  void ensure_default_service_account_locked(const std::string& ns);
   const ResourceType* storage_type(const std::string& storage_key) const;
 
   Store& store_;

@@ -3,12 +3,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "devcluster/api.h"
+#include "devcluster/deployment_controller.h"
 #include "devcluster/http_api.h"
+#include "devcluster/rbac.h"
+#include "devcluster/service_accounts.h"
 #include "devcluster/kubelet.h"
 #include "devcluster/nodes_file.h"
 #include "kube/net/http_server.h"
@@ -25,7 +29,9 @@ struct Devcluster::Impl {
   kube::net::PemPair ca, server_cert;
   Store store;
   std::unique_ptr<Api> api;
+  std::unique_ptr<ServiceAccountTokens> sa_tokens;
   std::unique_ptr<Kubelet> kubelet;
+  std::unique_ptr<DeploymentController> deployments;
   std::unique_ptr<HttpApi> http_api;
   std::unique_ptr<kube::net::HttpServer> server;
 };
@@ -149,6 +155,13 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
     if (!write_private(options.data_dir / "token", d.token, error)) return false;
   }
   while (!d.token.empty() && (d.token.back() == '\n' || d.token.back() == ' ')) d.token.pop_back();
+  // The key ServiceAccount tokens are signed with: kept, so tokens stay valid across restarts.
+  std::string sa_key;
+  if (!read_file(pki / "sa.key", &sa_key) || sa_key.size() < 32) {
+    sa_key = random_hex(32);
+    if (!write_private(pki / "sa.key", sa_key, error)) return false;
+  }
+  d.sa_tokens = std::make_unique<ServiceAccountTokens>(sa_key);
 
   StoreOptions sopts;
   sopts.dir = options.data_dir / "store";
@@ -162,6 +175,14 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   const ResourceType* node_type = reg->find("", "v1", "nodes");
   for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"})
     if (!d.api->get(*namespaces, "", ns).ok()) d.api->create(*namespaces, "", {{"metadata", {{"name", ns}}}}, {});
+  d.api->ensure_default_service_accounts();
+  // The bootstrap ClusterRoles and bindings of every Kubernetes cluster (created when absent).
+  for (const auto& [plural, objects] : {std::pair{"clusterroles", bootstrap_cluster_roles()},
+                                        std::pair{"clusterrolebindings", bootstrap_cluster_role_bindings()}}) {
+    const ResourceType* t = reg->find("rbac.authorization.k8s.io", "v1", plural);
+    for (const auto& obj : objects)
+      if (!d.api->get(*t, "", obj["metadata"].value("name", "")).ok()) d.api->create(*t, "", obj, {});
+  }
   for (const auto& spec : nodes) {
     Json desired = node_object(spec);
     if (!d.api->get(*node_type, "", spec.name).ok()) {
@@ -202,6 +223,7 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
   };
   HttpApiOptions hopts;
   hopts.token = d.token;
+  hopts.service_account_tokens = d.sa_tokens.get();
   hopts.bookmark_interval = std::chrono::milliseconds(options.bookmark_interval_ms);
   d.http_api = std::make_unique<HttpApi>(*d.api, hopts);
   Kubelet* kubelet = d.kubelet.get();
@@ -216,7 +238,19 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
     http->handle(r, w);
   }, error);
   if (!d.server) return false;
+  ServiceAccountMounts mounts;
+  mounts.api_host = d.host == "0.0.0.0" ? "127.0.0.1" : d.host == "::" ? "::1" : d.host;
+  mounts.api_port = d.server->port();
+  mounts.ca_pem = d.ca.cert_pem;
+  ServiceAccountTokens* tokens = d.sa_tokens.get();
+  mounts.issue_token = [tokens](const std::string& ns, const std::string& name, const std::string& uid) {
+    // Mounted tokens are not rotated here, so they live as long as the pod may (one year).
+    return tokens->issue(ns, name, uid, static_cast<long long>(std::time(nullptr)) + 365LL * 24 * 3600);
+  };
+  d.kubelet->set_service_account_mounts(std::move(mounts));
   d.kubelet->start();
+  d.deployments = std::make_unique<DeploymentController>(*d.api);
+  d.deployments->start();
   if (!options.kubeconfig_out.empty()) {
     fs::create_directories(options.kubeconfig_out.parent_path().empty() ? fs::path(".") : options.kubeconfig_out.parent_path(), ec);
     if (!write_private(options.kubeconfig_out, kubeconfig_yaml(), error)) return false;
@@ -227,6 +261,7 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
 void Devcluster::stop() {
   Impl& d = *impl_;
   if (d.server) d.server->stop();
+  if (d.deployments) d.deployments->stop();
   if (d.kubelet) d.kubelet->stop();
   d.store.close();
 }

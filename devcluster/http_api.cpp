@@ -1,8 +1,10 @@
 #include "devcluster/http_api.h"
 
 #include <algorithm>
+#include <climits>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -75,9 +77,11 @@ Json resource_list(const Registry& reg, const std::string& group, const std::str
     resources.push_back(r);
     for (const auto& sub : t.subresources) {
       Json sr = {{"name", t.plural + "/" + sub}, {"singularName", ""}, {"namespaced", t.namespaced}, {"kind", t.kind},
-                 {"verbs", sub == "binding" ? Json::array({"create"}) : sub == "log" ? Json::array({"get"})
+                 {"verbs", sub == "binding" || sub == "token" ? Json::array({"create"}) : sub == "log" ? Json::array({"get"})
                                                                                      : Json::array({"get", "patch", "update"})}};
       if (sub == "binding") sr["kind"] = "Binding";
+      if (sub == "token") sr["kind"] = "TokenRequest", sr["group"] = "authentication.k8s.io", sr["version"] = "v1";
+      if (sub == "scale") sr["kind"] = "Scale", sr["group"] = "autoscaling", sr["version"] = "v1";
       resources.push_back(sr);
     }
   }
@@ -640,27 +644,201 @@ void HttpApi::serve_log(const std::string& ns, const std::string& name, const Ht
   }
 }
 
-void HttpApi::answer_review(const ResourceType& type, const HttpRequest& req, ResponseWriter& w) {
-  // kubectl sends reviews as protobuf, which devcluster does not decode; the answer does not
-  // depend on the question, so a JSON spec is echoed when there is one and otherwise left out.
-  Json spec = Json::object();
-  if (req.headers.get("Content-Type").find("json") != std::string::npos) {
-    Json body = Json::parse(req.body, nullptr, false);
-    if (body.is_object() && body.contains("spec")) spec = body["spec"];
+namespace {
+
+// The request a review asks about, from spec.resourceAttributes / spec.nonResourceAttributes.
+RequestAttributes review_attributes(const Json& spec) {
+  RequestAttributes a;
+  if (spec.contains("resourceAttributes") && spec["resourceAttributes"].is_object()) {
+    const Json& r = spec["resourceAttributes"];
+    a.resource_request = true;
+    a.verb = r.value("verb", "");
+    a.api_group = r.value("group", "");
+    a.api_version = r.value("version", "");
+    a.resource = r.value("resource", "");
+    a.subresource = r.value("subresource", "");
+    a.name = r.value("name", "");
+    a.ns = r.value("namespace", "");
+  } else {
+    const Json r = spec.value("nonResourceAttributes", Json::object());
+    a.verb = r.value("verb", "");
+    a.path = r.value("path", "");
   }
-  const std::string why = "devcluster has no RBAC: every authenticated caller may do everything";
+  return a;
+}
+
+bool has_group(const UserInfo& user, const std::string& group) {
+  return std::find(user.groups.begin(), user.groups.end(), group) != user.groups.end();
+}
+
+}  // namespace
+
+void HttpApi::answer_review(const ResourceType& type, const HttpRequest& req, ResponseWriter& w, const UserInfo& user) {
+  // kubectl sends reviews as protobuf (protobuf_decode.h reads their specs), others JSON.
+  Json body = Json::object();
+  if (req.headers.get("Content-Type").find("protobuf") != std::string::npos) {
+    std::string error;
+    if (!decode_kubernetes_protobuf(req.body, &body, &error)) return send_error(w, {415, "UnsupportedMediaType", error, "", "", "", {}});
+  } else {
+    body = Json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return send_error(w, bad_request("the body of a review must be a JSON object"));
+  }
+  Json spec = body.value("spec", Json::object());
+  if (!spec.is_object()) return send_error(w, bad_request("spec must be an object"));
+  RbacObjects rbac = load_rbac_objects(api_.store());
   Json status;
-  if (type.kind == "SelfSubjectRulesReview")
-    status = {{"resourceRules", Json::array({{{"verbs", {"*"}}, {"apiGroups", {"*"}}, {"resources", {"*"}}}})},
-              {"nonResourceRules", Json::array({{{"verbs", {"*"}}, {"nonResourceURLs", {"*"}}}})},
-              {"incomplete", false}};
-  else
-    status = {{"allowed", true}, {"reason", why}};
+  if (type.kind == "SelfSubjectRulesReview") {
+    status = rules_for(rbac, user, spec.value("namespace", ""));
+  } else {
+    UserInfo subject = user;
+    if (type.kind == "SubjectAccessReview") {
+      subject = {spec.value("user", ""), spec.value("groups", std::vector<std::string>{})};
+      if (subject.name.empty() && subject.groups.empty())
+        return send_error(w, invalid("authorization.k8s.io", "SubjectAccessReview", "",
+                                     {{"spec.user", "FieldValueInvalid", "Invalid value: \"\": at least one of user or group must be specified"}}));
+    }
+    RequestAttributes asked = review_attributes(spec);
+    Decision d = authorize(rbac, subject, asked);
+    status = {{"allowed", d.allowed}};
+    if (!d.reason.empty()) status["reason"] = d.reason;
+    else if (d.allowed) status["reason"] = has_group(subject, "system:masters") ? "member of system:masters" : "allowed by RBAC";
+  }
   send_json(w, 201, {{"kind", type.kind}, {"apiVersion", type.api_version()}, {"metadata", {{"creationTimestamp", nullptr}}},
                      {"spec", spec}, {"status", status}});
 }
 
+void HttpApi::issue_token(const std::string& ns, const std::string& name, const HttpRequest& req, ResponseWriter& w) {
+  if (!options_.service_account_tokens) return send_error(w, {404, "NotFound", "tokens are not issued here", "", "", "", {}});
+  Json body = Json::object();
+  if (req.headers.get("Content-Type").find("protobuf") != std::string::npos) {
+    std::string error;
+    if (!decode_kubernetes_protobuf(req.body, &body, &error)) return send_error(w, {415, "UnsupportedMediaType", error, "", "", "", {}});
+  } else if (!req.body.empty()) {
+    body = Json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return send_error(w, bad_request("the body of a TokenRequest must be a JSON object"));
+  }
+  const Json spec = body.value("spec", Json::object());
+  long long seconds = spec.is_object() ? spec.value("expirationSeconds", 3600LL) : 3600LL;
+  if (seconds < 600)
+    return send_error(w, invalid("authentication.k8s.io", "TokenRequest", name,
+                                 {{"spec.expirationSeconds", "FieldValueInvalid",
+                                   "Invalid value: " + std::to_string(seconds) + ": may not specify a duration less than 10 minutes"}}));
+  auto reg = api_.registry();
+  Outcome sa = api_.get(*reg->find("", "v1", "serviceaccounts"), ns, name);
+  if (!sa.ok()) return send_error(w, *sa.error);
+  std::vector<std::string> audiences = spec.is_object() ? spec.value("audiences", std::vector<std::string>{}) : std::vector<std::string>{};
+  const long long expires = static_cast<long long>(std::time(nullptr)) + seconds;
+  std::string token = options_.service_account_tokens->issue(ns, name, sa.object["metadata"].value("uid", ""), expires, audiences);
+  Json out_spec = {{"audiences", audiences}, {"expirationSeconds", seconds}, {"boundObjectRef", nullptr}};
+  send_json(w, 201, {{"kind", "TokenRequest"}, {"apiVersion", "authentication.k8s.io/v1"},
+                     {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", now_rfc3339()}}},
+                     {"spec", out_spec}, {"status", {{"token", token}, {"expirationTimestamp", rfc3339(expires)}}}});
+}
+
+namespace {
+
+// autoscaling/v1 Scale of a Deployment.
+Json scale_of(const Json& d) {
+  const Json& meta = d["metadata"];
+  std::string selector;
+  const Json match_labels = d.value("/spec/selector/matchLabels"_json_pointer, Json::object());
+  for (const auto& [k, v] : match_labels.items())
+    selector += (selector.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return {{"kind", "Scale"}, {"apiVersion", "autoscaling/v1"},
+          {"metadata", {{"name", meta.value("name", "")}, {"namespace", meta.value("namespace", "")}, {"uid", meta.value("uid", "")},
+                        {"resourceVersion", meta.value("resourceVersion", "")},
+                        {"creationTimestamp", meta.value("creationTimestamp", "")}}},
+          {"spec", {{"replicas", d.value("/spec/replicas"_json_pointer, 1)}}},
+          {"status", {{"replicas", d.value("/status/replicas"_json_pointer, 0)}, {"selector", selector}}}};
+}
+
+}  // namespace
+
+void HttpApi::serve_scale(const ResourceType& type, const std::string& ns, const std::string& name, const HttpRequest& req,
+                          ResponseWriter& w) {
+  Outcome current = api_.get(type, ns, name);
+  if (!current.ok()) return send_error(w, *current.error);
+  Json scale = scale_of(current.object);
+  if (req.method == "GET") return send_json(w, 200, scale);
+  if (req.method != "PUT" && req.method != "PATCH")
+    return send_error(w, {405, "MethodNotAllowed", "scale accepts GET, PUT and PATCH", "", "", "", {}});
+  Json wanted;
+  try {
+    Json body = Json::parse(req.body);
+    const std::string ct = req.headers.get("Content-Type");
+    if (req.method == "PUT") wanted = body;
+    else if (ct.find("json-patch") != std::string::npos) wanted = scale.patch(body);
+    else (wanted = scale).merge_patch(body);
+  } catch (const std::exception& e) {
+    return send_error(w, bad_request(std::string("the scale patch could not be applied: ") + e.what()));
+  }
+  const Json replicas = wanted.value("/spec/replicas"_json_pointer, Json());
+  if (!replicas.is_number_integer() || replicas.get<long long>() < 0 || replicas.get<long long>() > INT32_MAX)
+    return send_error(w, invalid("autoscaling", "Scale", name,
+                                 {{"spec.replicas", "FieldValueInvalid", "Invalid value: " + replicas.dump() +
+                                                                             ": must be greater than or equal to 0"}}));
+  const std::string want_rv = wanted.value("/metadata/resourceVersion"_json_pointer, std::string());
+  Outcome o = api_.mutate(type, ns, name, [&](Json& d) {
+    if (!want_rv.empty() && want_rv != d["metadata"].value("resourceVersion", "")) return false;
+    d["spec"]["replicas"] = replicas;
+    return true;
+  }, false);
+  if (!o.ok()) return send_error(w, *o.error);
+  if (!want_rv.empty() && want_rv != scale["metadata"]["resourceVersion"])
+    return send_error(w, conflict(type.group, type.plural, name,
+                                  "the object has been modified; please apply your changes to the latest version and try again"));
+  send_json(w, 200, scale_of(o.object));
+}
+
+std::optional<UserInfo> HttpApi::authenticate(const HttpRequest& req, ResponseWriter& w) {
+  const std::string auth = req.headers.get("Authorization");
+  std::optional<UserInfo> user;
+  if ((!options_.token.empty() && auth == "Bearer " + options_.token) || !w.peer_common_name().empty())
+    user = UserInfo{w.peer_common_name().empty() ? "devcluster-admin" : w.peer_common_name(),
+                    {"system:masters", "system:authenticated"}};
+  else if (auth.rfind("Bearer ", 0) == 0 && options_.service_account_tokens)
+    user = options_.service_account_tokens->authenticate(api_.store(), auth.substr(7));
+  if (!user) {
+    send_error(w, {401, "Unauthorized", "Unauthorized", "", "", "", {}});
+    return std::nullopt;
+  }
+  // Impersonation (kubectl --as / --as-group): the impersonator needs the `impersonate` verb on
+  // users, groups or serviceaccounts; the admin has it.
+  std::string as_user = req.headers.get("Impersonate-User");
+  std::vector<std::string> as_groups;
+  for (const auto& [k, v] : req.headers.items())
+    if (kube::net::iequals(k, "Impersonate-Group")) as_groups.push_back(v);
+  if (as_user.empty() && as_groups.empty()) return user;
+  if (as_user.empty()) {
+    send_error(w, bad_request("requested impersonation of groups without impersonating a user"));
+    return std::nullopt;
+  }
+  RbacObjects rbac = has_group(*user, "system:masters") ? RbacObjects{} : load_rbac_objects(api_.store());
+  auto sa = parse_service_account_user(as_user);
+  std::vector<RequestAttributes> asks;
+  RequestAttributes ask{true, "impersonate", "", "", sa ? "serviceaccounts" : "users", "", sa ? sa->second : as_user,
+                        sa ? sa->first : "", ""};
+  asks.push_back(ask);
+  for (const auto& g : as_groups) asks.push_back({true, "impersonate", "", "", "groups", "", g, "", ""});
+  for (const auto& a : asks) {
+    Decision d = authorize(rbac, *user, a);
+    if (!d.allowed) {
+      send_error(w, forbidden(*user, a, d.reason));
+      return std::nullopt;
+    }
+  }
+  UserInfo as{as_user, as_groups};
+  if (sa && as_groups.empty()) as = service_account_user(sa->first, sa->second);
+  if (!has_group(as, "system:authenticated")) as.groups.push_back("system:authenticated");
+  return as;
+}
+
 void HttpApi::handle(const HttpRequest& req, ResponseWriter& w) {
+  // FLOTILLA_DEVCLUSTER_TRACE=1: one line per request, to see what a client (Helm, kubectl) asks.
+  static const bool trace = std::getenv("FLOTILLA_DEVCLUSTER_TRACE") != nullptr;
+  if (trace)
+    std::cerr << "flotilla-devcluster: " + req.method + " " + req.target + " [" + req.headers.get("Accept") + "] [" +
+                     req.headers.get("Content-Type") + "]\n" << std::flush;
   try {
     handle_inner(req, w);
   } catch (const std::exception& e) {
@@ -677,10 +855,15 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     return send_json(w, 200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-flotilla-devcluster"},
                               {"gitCommit", "devcluster"}, {"gitTreeState", "clean"}, {"buildDate", "2026-01-01T00:00:00Z"},
                               {"goVersion", "n/a"}, {"compiler", "g++"}, {"platform", "linux/amd64"}});
-  // Authentication: bearer token or a client certificate from the cluster CA.
-  std::string auth = req.headers.get("Authorization");
-  bool authenticated = (!options_.token.empty() && auth == "Bearer " + options_.token) || !w.peer_common_name().empty();
-  if (!authenticated) return send_error(w, {401, "Unauthorized", "Unauthorized", "", "", "", {}});
+  // Authentication (admin token or certificate, ServiceAccount token), impersonation, then
+  // RBAC for everyone but system:masters.
+  std::optional<UserInfo> user = authenticate(req, w);
+  if (!user) return;
+  if (!has_group(*user, "system:masters")) {
+    RequestAttributes asked = request_attributes(req.method, path, [&](const std::string& k) { return req.query_param(k); });
+    Decision d = authorize(load_rbac_objects(api_.store()), *user, asked);
+    if (!d.allowed) return send_error(w, forbidden(*user, asked, d.reason));
+  }
   // Before anything parses the body: nlohmann's copy, dump, compare and merge recurse, so a
   // body nested 60,000 levels deep overflowed the stack (kube-apiserver stops at 10,000 too).
   if (!req.body.empty() && req.headers.get("Content-Type").find("protobuf") == std::string::npos)
@@ -764,12 +947,13 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   if (type->create_only) {
     if (req.method != "POST" || !name.empty())
       return send_error(w, {405, "MethodNotAllowed", type->plural + " can only be created (POST)", type->plural, group, "", {}});
-    return answer_review(*type, req, w);
+    return answer_review(*type, req, w, *user);
   }
 
   WriteOptions wopts;
   wopts.dry_run = req.query_param("dryRun") == "All";
   wopts.field_validation = req.query_param("fieldValidation");
+  wopts.field_manager = req.query_param("fieldManager");
   auto parse_body = [&](Json* out) -> bool {
     std::string ct = req.headers.get("Content-Type");
     if (ct.rfind("application/vnd.kubernetes.protobuf", 0) == 0) {
@@ -817,6 +1001,10 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     if (req.method != "GET") return send_error(w, {405, "MethodNotAllowed", "log is read-only", "", "", "", {}});
     return serve_log(ns, name, req, w);
   }
+  if (sub == "token") {
+    if (req.method != "POST") return send_error(w, {405, "MethodNotAllowed", "token accepts POST only", "", "", "", {}});
+    return issue_token(ns, name, req, w);
+  }
   if (sub == "binding") {
     if (req.method != "POST") return send_error(w, {405, "MethodNotAllowed", "binding accepts POST only", "", "", "", {}});
     Json body;
@@ -827,7 +1015,11 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     return respond_outcome(w, api_.bind_pod(ns, name, body), "v1");
   }
   bool status_sub = sub == "status";
-  if (sub == "scale") return send_error(w, {404, "NotFound", "the scale subresource is not implemented by devcluster", "", "", "", {}});
+  if (sub == "scale") {
+    if (type->plural != "deployments")
+      return send_error(w, {404, "NotFound", "the scale subresource is not implemented by devcluster", "", "", "", {}});
+    return serve_scale(*type, ns, name, req, w);
+  }
   if (req.method == "GET") {
     if (!status_sub && (req.query_param("watch") == "true" || req.query_param("watch") == "1"))
       return watch(*type, ns, req, w, name);

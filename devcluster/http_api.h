@@ -3,8 +3,11 @@
 // the admin endpoints scenario scripts use.
 //
 // Guarantees: every error is a metav1.Status with the right HTTP code; requests need
-//   `Authorization: Bearer <token>` or a client certificate signed by the cluster CA, except
-//   /version, /healthz, /livez and /readyz; a watch from a resourceVersion older than the
+//   `Authorization: Bearer <token>` (the admin token or a ServiceAccount's) or a client
+//   certificate signed by the cluster CA, except /version, /healthz, /livez and /readyz; the
+//   admin (token or certificate, group system:masters) may do everything and impersonate
+//   (Impersonate-User / Impersonate-Group); everyone else is authorized by RBAC (rbac.h) and
+//   refused with kube-apiserver's 403; a watch from a resourceVersion older than the
 //   retained window gets an ERROR event carrying a 410 Expired Status (as kube-apiserver does);
 //   bookmarks are sent every bookmark_interval when asked for.
 // Assumes: Api is thread-safe (it locks the store); one thread per HTTP connection.
@@ -19,12 +22,15 @@
 #include <string>
 
 #include "devcluster/api.h"
+#include "devcluster/rbac.h"
+#include "devcluster/service_accounts.h"
 #include "kube/net/http_server.h"
 
 namespace flotilla::devcluster {
 
 struct HttpApiOptions {
-  std::string token;
+  std::string token;  // the admin's bearer token (system:masters)
+  const ServiceAccountTokens* service_account_tokens = nullptr;  // tokens of ServiceAccounts, checked by RBAC
   std::string server_address;  // for /api's serverAddressByClientCIDRs; "" = the request's Host
   std::chrono::milliseconds bookmark_interval{1000};
 };
@@ -49,7 +55,16 @@ class HttpApi {
   // only_name: GET .../<plural>/<name>?watch=true watches that one object (kube-apiserver does).
   void watch(const ResourceType& type, const std::string& ns, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w,
              const std::string& only_name = "");
-  void answer_review(const ResourceType& type, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
+  void answer_review(const ResourceType& type, const kube::net::HttpRequest& req, kube::net::ResponseWriter& w,
+                     const UserInfo& user);
+  // deployments/<name>/scale (autoscaling/v1 Scale): GET, PUT, PATCH of spec.replicas.
+  void serve_scale(const ResourceType& type, const std::string& ns, const std::string& name,
+                   const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
+  void issue_token(const std::string& ns, const std::string& name, const kube::net::HttpRequest& req,
+                   kube::net::ResponseWriter& w);
+  // Who the request is from (admin token or certificate, or a ServiceAccount token), after
+  // impersonation; nullopt with the 401/403 already sent.
+  std::optional<UserInfo> authenticate(const kube::net::HttpRequest& req, kube::net::ResponseWriter& w);
   void serve_log(const std::string& ns, const std::string& name, const kube::net::HttpRequest& req,
                  kube::net::ResponseWriter& w);
 

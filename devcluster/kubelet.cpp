@@ -266,6 +266,7 @@ void Kubelet::full_resync() {
     Outcome o = api_.get(*pods_, it->second.ns, it->second.name);
     if (!o.ok() || o.object["metadata"].value("uid", "") != it->first) {
       kill_run(it->second, SIGKILL);
+      forget_probes(it->second);
       it = runs_.erase(it);
     } else {
       ++it;
@@ -307,6 +308,7 @@ void Kubelet::loop() {
     if (!nodes.empty()) pending_dirty_ = true;
     reap_children();
     timers();
+    apply_probe_results();
     auto now = Clock::now();
     // A bug met on one object must cost that pass, never the server (an uncaught exception
     // here aborted devcluster; the fuzz test found one in binding a pod without status).
@@ -355,6 +357,7 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
     for (auto it = runs_.begin(); it != runs_.end(); ++it)
       if (it->second.ns == ns && it->second.name == name) {
         kill_run(it->second, SIGKILL);
+        forget_probes(it->second);
         runs_.erase(it);
         pending_dirty_ = true;
         break;
@@ -377,7 +380,10 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
         kill_run(run->second, SIGTERM);
       }
     } else {
-      if (run != runs_.end()) runs_.erase(run);
+      if (run != runs_.end()) {
+        forget_probes(run->second);
+        runs_.erase(run);
+      }
       api_.force_remove(*pods_, ns, name);
       pending_dirty_ = true;
     }
@@ -460,6 +466,7 @@ void Kubelet::start_pod(const Json& pod) {
   }
   std::error_code ec;
   std::filesystem::create_directories(run.dir, ec);
+  run.service_account_dir = mount_service_account(pod, run.dir);
   const Json containers = pod["spec"].value("containers", Json::array());
   const Json old_statuses = pod.value("/status/containerStatuses"_json_pointer, Json::array());
   for (const auto& c : containers) {
@@ -501,6 +508,16 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
   env.emplace_back("FLOTILLA_POD_DIR", run.dir.string());
   if (node.ok() && node.object["metadata"].value("annotations", Json::object()).value(kCudaAnnotation, "") == "true")
     env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
+  if (!run.service_account_dir.empty()) {
+    // What a real pod has: the API's address in the environment and the ServiceAccount's
+    // files in a directory (here named by FLOTILLA_SERVICEACCOUNT_DIR); devcluster's own
+    // KUBECONFIG must not make the process the admin instead.
+    env.emplace_back("KUBERNETES_SERVICE_HOST", mounts_.api_host);
+    env.emplace_back("KUBERNETES_SERVICE_PORT", std::to_string(mounts_.api_port));
+    env.emplace_back("KUBERNETES_SERVICE_PORT_HTTPS", std::to_string(mounts_.api_port));
+    env.emplace_back(kServiceAccountDirEnv, run.service_account_dir.string());
+    env.emplace_back("KUBECONFIG", "");
+  }
   auto lookup = [&](const std::string& resource, const std::string& obj_name, const std::string& key, bool secret,
                     std::string* out) {
     const ResourceType* t = builtin_registry_->find("", "v1", resource);
@@ -601,7 +618,65 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
   k.started_at = now_rfc3339();
   pid_index_[pid] = {run.uid, index};
   save_process_records();
+  std::string unsupported_readiness, unsupported_liveness;
+  auto readiness = parse_probe(c, "readinessProbe", &unsupported_readiness);
+  auto liveness = parse_probe(c, "livenessProbe", &unsupported_liveness);
+  for (const auto& [what, why] : {std::pair{"readiness", unsupported_readiness}, std::pair{"liveness", unsupported_liveness}})
+    if (!why.empty())
+      std::cerr << "flotilla-devcluster: pod " + run.ns + "/" + run.name + " container " + k.name + ": the " + what +
+                       " probe uses " + why + ", which devcluster does not run; it is ignored\n" << std::flush;
+  prober_.add(run.uid + "/" + k.name, readiness, liveness);
   return true;
+}
+
+std::filesystem::path Kubelet::mount_service_account(const Json& pod, const std::filesystem::path& pod_dir) {
+  if (!mounts_.issue_token) return {};
+  const std::string ns = pod["metadata"].value("namespace", "");
+  const std::string sa_name = pod["spec"].value("serviceAccountName", "default");
+  Outcome sa = api_.get(*builtin_registry_->find("", "v1", "serviceaccounts"), ns, sa_name);
+  bool automount = sa.ok() ? sa.object.value("automountServiceAccountToken", true) : true;
+  if (pod["spec"].contains("automountServiceAccountToken") && pod["spec"]["automountServiceAccountToken"].is_boolean())
+    automount = pod["spec"]["automountServiceAccountToken"].get<bool>();
+  if (!automount) return {};
+  if (!sa.ok()) {
+    std::cerr << "flotilla-devcluster: pod " + ns + "/" + pod["metadata"].value("name", "") + ": service account \"" + sa_name +
+                     "\" not found; no token mounted\n" << std::flush;
+    return {};
+  }
+  const std::filesystem::path dir = pod_dir / "serviceaccount";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  auto write = [&](const char* file, const std::string& text) {
+    std::ofstream out(dir / file, std::ios::binary | std::ios::trunc);
+    out << text;
+    std::filesystem::permissions(dir / file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::replace, ec);
+  };
+  write("token", mounts_.issue_token(ns, sa_name, sa.object["metadata"].value("uid", "")));
+  write("ca.crt", mounts_.ca_pem);
+  write("namespace", ns);
+  return dir;
+}
+
+void Kubelet::forget_probes(const Run& run) {
+  for (const auto& c : run.containers) prober_.remove(run.uid + "/" + c.name);
+}
+
+void Kubelet::apply_probe_results() {
+  for (const auto& key : prober_.take_liveness_failures()) {
+    const std::string uid = key.substr(0, key.find('/')), container = key.substr(key.find('/') + 1);
+    auto it = runs_.find(uid);
+    if (it == runs_.end() || it->second.terminating) continue;
+    for (auto& c : it->second.containers)
+      if (c.name == container && c.running && c.pid > 0) {
+        std::cerr << "flotilla-devcluster: pod " + it->second.ns + "/" + it->second.name + " container " + container +
+                         " failed its liveness probe; killing it\n" << std::flush;
+        signal_container(c.pid, c.start_time, c.marker, SIGKILL, true);
+      }
+  }
+  if (!prober_.take_changed()) return;
+  for (auto& [uid, run] : runs_)
+    if (!run.finished && !run.terminating) publish_status(run);
 }
 
 void Kubelet::kill_run(Run& run, int sig) {
@@ -673,7 +748,9 @@ void Kubelet::publish_status(Run& run) {
     if (c.running) {
       any_running = true;
       all_done = false;
-      st["ready"] = true;
+      const bool probed_ready = prober_.ready(run.uid + "/" + c.name);
+      all_ready = all_ready && probed_ready;
+      st["ready"] = probed_ready;
       st["started"] = true;
       st["state"] = {{"running", {{"startedAt", c.started_at}}}};
     } else {
@@ -739,6 +816,7 @@ void Kubelet::reap_children() {
     if (run_it == runs_.end()) continue;
     Run& run = run_it->second;
     Container& c = run.containers[where.second];
+    prober_.remove(run.uid + "/" + c.name);
     c.running = false;
     c.terminated = true;
     c.exit_code = status->shell_code();
@@ -749,6 +827,7 @@ void Kubelet::reap_children() {
       for (const auto& k : run.containers) live = live || (k.running && k.pid > 0);  // pause containers have no process
       if (!live) {
         std::string ns = run.ns, name = run.name;
+        forget_probes(run);
         runs_.erase(run_it);
         api_.force_remove(*pods_, ns, name);
         pending_dirty_ = true;

@@ -19,7 +19,12 @@
 //   Processes get the pod's env (value, fieldRef, configMapKeyRef, secretKeyRef, envFrom),
 //   POD_NAME, POD_NAMESPACE, POD_UID, POD_IP, NODE_NAME, FLOTILLA_VISIBLE_GPUS,
 //   FLOTILLA_GPU_TYPE, FLOTILLA_POD_DIR (also the working dir), and CUDA_VISIBLE_DEVICES when
-//   the node asks for it; stdout+stderr go to <pod dir>/<container>.log.
+//   the node asks for it; stdout+stderr go to <pod dir>/<container>.log. Unless
+//   automountServiceAccountToken is false, the pod's ServiceAccount token, the cluster CA and
+//   the namespace are written to <pod dir>/serviceaccount/ (token 0600) and the processes get
+//   KUBERNETES_SERVICE_HOST/PORT and FLOTILLA_SERVICEACCOUNT_DIR (and KUBECONFIG emptied), so
+//   kube::in_cluster_config() works inside them. Readiness and liveness probes (prober.h)
+//   decide the Ready condition and restart containers.
 // Assumes: containers have `command` (+`args`; `args` alone are run as the command line, there
 //   being no image entrypoint); a container with neither runs nothing and is
 //   reported Running (like a pause container). Images are ignored.
@@ -28,13 +33,14 @@
 //   both leaves the session and clears its environment is found only while its ancestors
 //   live (through the process tree). A pid reused by an unrelated process is not killed (its
 //   start time differs), but an unrelated process that copies the marker would be. Init
-//   containers, probes, volumes and resource limits other than nvidia.com/gpu are not
-//   implemented.
+//   containers, exec/grpc/startup probes, volumes and resource limits other than
+//   nvidia.com/gpu are not implemented.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -44,6 +50,7 @@
 #include <vector>
 
 #include "devcluster/api.h"
+#include "devcluster/prober.h"
 
 namespace flotilla::devcluster {
 
@@ -53,12 +60,27 @@ struct KubeletOptions {
   std::chrono::milliseconds shutdown_grace{2000};
 };
 
+// What a pod's processes need to reach the API as their ServiceAccount (set before start()).
+struct ServiceAccountMounts {
+  std::string api_host;  // KUBERNETES_SERVICE_HOST
+  int api_port = 0;      // KUBERNETES_SERVICE_PORT
+  std::string ca_pem;    // ca.crt
+  // A token for the ServiceAccount (namespace, name, uid).
+  std::function<std::string(const std::string&, const std::string&, const std::string&)> issue_token;
+};
+
+// The environment variable naming the directory that holds a pod's token, ca.crt and
+// namespace (kube::in_cluster_config() reads it; a real pod has them at
+// /var/run/secrets/kubernetes.io/serviceaccount, which local processes cannot share).
+inline constexpr char kServiceAccountDirEnv[] = "FLOTILLA_SERVICEACCOUNT_DIR";
+
 class Kubelet {
  public:
   Kubelet(Api& api, KubeletOptions options);
   ~Kubelet();
   void start();
   void stop();
+  void set_service_account_mounts(ServiceAccountMounts mounts) { mounts_ = std::move(mounts); }
 
   // Admin operations: POST nodes (body: node spec), POST nodes/NAME/{fail,recover,cordon,
   // uncordon}, DELETE nodes/NAME, POST compact, POST watch-window (body {"events": N}).
@@ -91,6 +113,7 @@ class Kubelet {
     bool terminating = false;
     std::chrono::steady_clock::time_point kill_at;
     bool finished = false;  // terminal phase reported
+    std::filesystem::path service_account_dir;  // "" when no token is mounted
   };
 
   void loop();
@@ -111,11 +134,18 @@ class Kubelet {
   void save_process_records();
   // Kills what a previous run recorded there and is still alive; called by start().
   void reap_previous_run();
+  // Writes token, ca.crt and namespace for the pod's ServiceAccount into <pod dir>/serviceaccount
+  // unless automountServiceAccountToken is false (pod, else ServiceAccount); "" when not mounted.
+  std::filesystem::path mount_service_account(const Json& pod, const std::filesystem::path& pod_dir);
+  void apply_probe_results();
+  void forget_probes(const Run& run);
   void fail_pods_on_node(const std::string& node, const std::string& reason, const std::string& message, bool remove);
   std::vector<int> allocate_gpus(const std::string& node, int count) const;
 
   Api& api_;
   KubeletOptions options_;
+  ServiceAccountMounts mounts_;
+  Prober prober_;
   // The registry is replaced whenever CRDs change; holding the first one keeps pods_ and nodes_
   // (built-ins, never changed by a rebuild) alive.
   std::shared_ptr<const Registry> builtin_registry_;

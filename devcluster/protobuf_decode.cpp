@@ -98,6 +98,76 @@ Json object_meta(const std::string& bytes) {
   return m;
 }
 
+// authorization.k8s.io/v1 ResourceAttributes and NonResourceAttributes.
+Json resource_attributes(const std::string& bytes) {
+  static const char* names[] = {"", "namespace", "verb", "group", "version", "resource", "subresource", "name"};
+  Json o = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.number >= 1 && f.number <= 7 && f.wire == 2) o[names[f.number]] = f.bytes;
+  });
+  return o;
+}
+
+Json non_resource_attributes(const std::string& bytes) {
+  Json o = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.number == 1) o["path"] = f.bytes;
+    if (f.number == 2) o["verb"] = f.bytes;
+  });
+  return o;
+}
+
+// The spec of an access or rules review, or of a TokenRequest (field 2 of each).
+Json review_spec(const std::string& kind, const std::string& bytes) {
+  Json spec = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (kind == "SelfSubjectRulesReview") {
+      if (f.number == 1) spec["namespace"] = f.bytes;
+    } else if (kind == "TokenRequest") {
+      if (f.number == 1) spec["audiences"].push_back(f.bytes);
+      if (f.number == 4) spec["expirationSeconds"] = static_cast<long long>(f.varint);
+    } else {
+      if (f.number == 1) spec["resourceAttributes"] = resource_attributes(f.bytes);
+      if (f.number == 2) spec["nonResourceAttributes"] = non_resource_attributes(f.bytes);
+      if (kind == "SubjectAccessReview" && f.number == 3) spec["user"] = f.bytes;
+      if (kind == "SubjectAccessReview" && f.number == 4) spec["groups"].push_back(f.bytes);
+      if (kind == "SubjectAccessReview" && f.number == 6) spec["uid"] = f.bytes;
+    }
+  });
+  return spec;
+}
+
+// rbac.authorization.k8s.io/v1 PolicyRule, Subject and RoleRef.
+Json policy_rule(const std::string& bytes) {
+  static const char* names[] = {"", "verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs"};
+  Json o = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.number >= 1 && f.number <= 5 && f.wire == 2) o[names[f.number]].push_back(f.bytes);
+  });
+  return o;
+}
+
+Json rbac_reference(const std::string& bytes, bool subject) {
+  // Subject: kind=1 apiGroup=2 name=3 namespace=4; RoleRef: apiGroup=1 kind=2 name=3.
+  static const char* subject_names[] = {"", "kind", "apiGroup", "name", "namespace"};
+  static const char* ref_names[] = {"", "apiGroup", "kind", "name"};
+  Json o = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.wire != 2 || f.number < 1 || f.number > (subject ? 4 : 3)) return;
+    if (!f.bytes.empty() || (!subject && f.number == 1)) o[(subject ? subject_names : ref_names)[f.number]] = f.bytes;
+  });
+  return o;
+}
+
+bool is_rbac_kind(const std::string& kind) {
+  return kind == "Role" || kind == "ClusterRole" || kind == "RoleBinding" || kind == "ClusterRoleBinding";
+}
+
+bool is_review_kind(const std::string& kind) {
+  return kind == "SelfSubjectAccessReview" || kind == "SubjectAccessReview" || kind == "SelfSubjectRulesReview" ||
+         kind == "TokenRequest";
+}
+
 bool valid_utf8(const std::string& s) {
   try {
     (void)Json(s).dump();
@@ -163,12 +233,21 @@ bool decode_kubernetes_protobuf(const std::string& body, Json* out, std::string*
       }
     } else if (kind == "ServiceAccount") {
       if (f.number == 4) obj["automountServiceAccountToken"] = f.varint != 0;
+    } else if (kind == "Role" || kind == "ClusterRole") {
+      if (f.number == 2) obj["rules"].push_back(policy_rule(f.bytes));
+    } else if (kind == "RoleBinding" || kind == "ClusterRoleBinding") {
+      if (f.number == 2) obj["subjects"].push_back(rbac_reference(f.bytes, true));
+      if (f.number == 3) obj["roleRef"] = rbac_reference(f.bytes, false);
+    } else if (is_review_kind(kind)) {
+      if (f.number == 2) obj["spec"] = review_spec(kind, f.bytes);
     } else {
       known = false;
     }
   });
-  if (!known || (kind != "Namespace" && kind != "ConfigMap" && kind != "Secret" && kind != "ServiceAccount")) {
-    *error = "devcluster decodes protobuf only for Namespace, ConfigMap, Secret and ServiceAccount, not " + kind +
+  if (!known || (kind != "Namespace" && kind != "ConfigMap" && kind != "Secret" && kind != "ServiceAccount" &&
+                 !is_review_kind(kind) && !is_rbac_kind(kind))) {
+    *error = "devcluster decodes protobuf only for Namespace, ConfigMap, Secret, ServiceAccount, Role(Binding), "
+             "ClusterRole(Binding), access reviews and TokenRequest, not " + kind +
              "; send JSON instead (e.g. kubectl apply -f or kubectl create -f)";
     return false;
   }

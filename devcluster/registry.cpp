@@ -32,14 +32,24 @@ Registry::Registry() {
       builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, false, {"cm"}),
       builtin("", "v1", "secrets", "secret", "Secret", true, false, {}),
       builtin("", "v1", "events", "event", "Event", true, false, {"ev"}),
-      builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, false, {"sa"}),
+      builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, false, {"sa"}, {"token"}),
       builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, false, {}),
       builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
               "CustomResourceDefinition", false, true, {"crd", "crds"}),
+      builtin("apps", "v1", "deployments", "deployment", "Deployment", true, true, {"deploy"}, {"scale"}),
+      builtin("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, true, {"rs"}),
+      builtin("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true, true, {"pdb"}),
+      builtin("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, false, {}),
+      builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", true, false, {}),
+      builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false, false, {}),
+      builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false,
+              false, {}),
   };
+  for (auto& t : types_)
+    if (t.plural == "deployments" || t.plural == "replicasets") t.categories = {"all"};
   types_[2].categories = {"all"};
   types_[3].categories = {"all"};
-  // Answered, never stored: devcluster has no RBAC, so every review says allowed (kubectl auth can-i).
+  // Answered from the RBAC rules (rbac.h), never stored (kubectl auth can-i).
   for (auto [plural, kind] : {std::pair{"selfsubjectaccessreviews", "SelfSubjectAccessReview"},
                               std::pair{"selfsubjectrulesreviews", "SelfSubjectRulesReview"},
                               std::pair{"subjectaccessreviews", "SubjectAccessReview"}}) {

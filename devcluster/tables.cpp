@@ -96,6 +96,32 @@ Json table_columns(const ResourceType& t) {
     c.push_back(col("Age", "string"));
   } else if (p == "customresourcedefinitions") {
     c.push_back(col("Created At", "date"));
+  } else if (p == "deployments") {
+    c.push_back(col("Ready", "string", 0, "", "Number of the pod with ready state"));
+    c.push_back(col("Up-to-date", "string", 0, "", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."));
+    c.push_back(col("Available", "string", 0, "", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."));
+    c.push_back(col("Age", "string"));
+    c.push_back(col("Containers", "string", 1));
+    c.push_back(col("Images", "string", 1));
+    c.push_back(col("Selector", "string", 1));
+  } else if (p == "replicasets") {
+    c.push_back(col("Desired", "integer"));
+    c.push_back(col("Current", "integer"));
+    c.push_back(col("Ready", "integer"));
+    c.push_back(col("Age", "string"));
+  } else if (p == "poddisruptionbudgets") {
+    c.push_back(col("Min Available", "string"));
+    c.push_back(col("Max Unavailable", "string"));
+    c.push_back(col("Allowed Disruptions", "integer"));
+    c.push_back(col("Age", "string"));
+  } else if (p == "roles" || p == "clusterroles") {
+    c.push_back(col("Created At", "string"));
+  } else if (p == "rolebindings" || p == "clusterrolebindings") {
+    c.push_back(col("Role", "string"));
+    c.push_back(col("Age", "string"));
+    c.push_back(col("Users", "string", 1));
+    c.push_back(col("Groups", "string", 1));
+    c.push_back(col("ServiceAccounts", "string", 1));
   } else {
     c.push_back(col("Age", "string"));
   }
@@ -179,6 +205,48 @@ Json table_row(const ResourceType& t, const Json& obj, long long now, const std:
     cells.push_back(age_of(obj, now));
   } else if (p == "customresourcedefinitions") {
     cells.push_back(meta.value("creationTimestamp", ""));
+  } else if (p == "deployments") {
+    const Json spec = obj.value("spec", Json::object()), status = obj.value("status", Json::object());
+    cells.push_back(std::to_string(status.value("readyReplicas", 0)) + "/" + std::to_string(spec.value("replicas", 1)));
+    cells.push_back(status.value("updatedReplicas", 0));
+    cells.push_back(status.value("availableReplicas", 0));
+    cells.push_back(age_of(obj, now));
+    std::string names, images, selector;
+    for (const auto& c : spec.value("/template/spec/containers"_json_pointer, Json::array())) {
+      names += (names.empty() ? "" : ",") + c.value("name", "");
+      images += (images.empty() ? "" : ",") + c.value("image", "");
+    }
+    const Json match_labels = spec.value("/selector/matchLabels"_json_pointer, Json::object());
+    for (const auto& [k, v] : match_labels.items())
+      selector += (selector.empty() ? "" : ",") + k + "=" + cell_text(v);
+    cells.push_back(names);
+    cells.push_back(images);
+    cells.push_back(selector);
+  } else if (p == "replicasets") {
+    cells.push_back(obj.value("/spec/replicas"_json_pointer, 1));
+    cells.push_back(obj.value("/status/replicas"_json_pointer, 0));
+    cells.push_back(obj.value("/status/readyReplicas"_json_pointer, 0));
+    cells.push_back(age_of(obj, now));
+  } else if (p == "poddisruptionbudgets") {
+    const Json spec = obj.value("spec", Json::object());
+    cells.push_back(spec.contains("minAvailable") ? cell_text(spec["minAvailable"]) : "N/A");
+    cells.push_back(spec.contains("maxUnavailable") ? cell_text(spec["maxUnavailable"]) : "N/A");
+    cells.push_back(obj.value("/status/disruptionsAllowed"_json_pointer, 0));
+    cells.push_back(age_of(obj, now));
+  } else if (p == "roles" || p == "clusterroles") {
+    cells.push_back(meta.value("creationTimestamp", ""));
+  } else if (p == "rolebindings" || p == "clusterrolebindings") {
+    cells.push_back(obj.value("/roleRef/kind"_json_pointer, std::string()) + "/" + obj.value("/roleRef/name"_json_pointer, std::string()));
+    cells.push_back(age_of(obj, now));
+    std::string users, groups, sas;
+    for (const auto& sub : obj.value("subjects", Json::array())) {
+      const std::string kind = sub.value("kind", ""), name = sub.value("name", "");
+      std::string& into = kind == "User" ? users : kind == "Group" ? groups : sas;
+      into += (into.empty() ? "" : ", ") + (kind == "ServiceAccount" ? sub.value("namespace", "") + "/" + name : name);
+    }
+    cells.push_back(users);
+    cells.push_back(groups);
+    cells.push_back(sas);
   } else {
     cells.push_back(age_of(obj, now));
   }

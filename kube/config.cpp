@@ -178,7 +178,9 @@ Result<Config> in_cluster_config(const InClusterEnv& env) {
   if (host.empty() || port.empty())
     return config_error("not running in a cluster: KUBERNETES_SERVICE_HOST and "
                         "KUBERNETES_SERVICE_PORT must be set");
-  const fs::path dir(env.sa_dir);
+  std::string sa_dir = env.sa_dir ? *env.sa_dir : from_env("FLOTILLA_SERVICEACCOUNT_DIR");
+  if (sa_dir.empty()) sa_dir = kDefaultServiceAccountDir;
+  const fs::path dir(sa_dir);
   auto token = read_file(dir / "token");
   if (!token) return config_error("in-cluster: cannot read " + (dir / "token").string());
   auto ca = read_file(dir / "ca.crt");
@@ -198,6 +200,10 @@ Result<Config> default_config() {
     if (auto colon = first.find(':'); colon != std::string::npos) first.resize(colon);
     return load_kubeconfig(first);
   }
+  // Inside a pod before ~/.kube/config, as controller-runtime's GetConfig orders them: a pod
+  // that inherits a developer's HOME (devcluster's pods are local processes) must act as its
+  // ServiceAccount, not as whoever owns that kubeconfig.
+  if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST"); host && *host) return in_cluster_config();
   if (const char* home = std::getenv("HOME"); home && *home) {
     fs::path path = fs::path(home) / ".kube" / "config";
     if (fs::exists(path)) return load_kubeconfig(path.string());

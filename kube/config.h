@@ -10,7 +10,9 @@
 // - TLS verification is on unless the kubeconfig says insecure-skip-tls-verify: true. With no
 //   CA given, the system trust store is used.
 // - in_cluster_config reads KUBERNETES_SERVICE_HOST/PORT and <sa_dir>/{token,ca.crt,namespace}
-//   (sa_dir defaults to /var/run/secrets/kubernetes.io/serviceaccount; injectable for tests).
+//   (sa_dir: as given, else $FLOTILLA_SERVICEACCOUNT_DIR, which devcluster sets for its pod
+//   processes since they cannot share one fixed path, else the standard
+//   /var/run/secrets/kubernetes.io/serviceaccount).
 // - Every failure is a Config error with one line saying what is missing and where.
 // Caveats: no exec/auth-provider plugins, no proxy-url, no merging of several kubeconfig files
 // (the first file in $KUBECONFIG is used); tokenFile is read once, at load.
@@ -41,11 +43,13 @@ Result<Config> load_kubeconfig(const std::string& path, const std::string& conte
 struct InClusterEnv {
   std::optional<std::string> service_host;  // unset: read KUBERNETES_SERVICE_HOST
   std::optional<std::string> service_port;  // unset: read KUBERNETES_SERVICE_PORT
-  std::string sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  std::optional<std::string> sa_dir;  // unset: $FLOTILLA_SERVICEACCOUNT_DIR, else the standard path
 };
+inline constexpr char kDefaultServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 Result<Config> in_cluster_config(const InClusterEnv& env = {});
 
-// $KUBECONFIG (first path), else ~/.kube/config when it exists, else in-cluster.
+// $KUBECONFIG (first path), else in-cluster when KUBERNETES_SERVICE_HOST is set, else
+// ~/.kube/config when it exists, else in-cluster (controller-runtime's order).
 Result<Config> default_config();
 
 std::optional<std::string> base64_decode(const std::string& text);

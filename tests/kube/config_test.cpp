@@ -152,6 +152,38 @@ TEST(KubeInCluster, MissingEnvironmentOrFilesIsAConfigError) {
   EXPECT_NE(no_token.error().message.find("token"), std::string::npos);
 }
 
+// devcluster's pods are local processes: they find their ServiceAccount files through
+// FLOTILLA_SERVICEACCOUNT_DIR, and default_config() prefers in-cluster over ~/.kube/config
+// inside a pod (controller-runtime's order), so a pod never acts as the developer.
+TEST(KubeInCluster, ServiceAccountDirFromEnvironmentAndPreferredInsideAPod) {
+  TempDir dir, home;
+  dir.write("token", "pod-token");
+  dir.write("ca.crt", "CA");
+  dir.write("namespace", "team");
+  fs::create_directories(home.path / ".kube");
+  std::ofstream(home.path / ".kube" / "config") << "apiVersion: v1\nkind: Config\n";
+  ::setenv("FLOTILLA_SERVICEACCOUNT_DIR", dir.path.c_str(), 1);
+  ::setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+  ::setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
+  const char* old_home = std::getenv("HOME");
+  const std::string saved_home = old_home ? old_home : "";
+  ::setenv("HOME", home.path.c_str(), 1);
+  ::setenv("KUBECONFIG", "", 1);
+  auto cfg = default_config();
+  if (old_home) ::setenv("HOME", saved_home.c_str(), 1);
+  ::unsetenv("FLOTILLA_SERVICEACCOUNT_DIR");
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_TRUE(cfg) << cfg.error().describe();
+  EXPECT_EQ(cfg->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(cfg->bearer_token, "pod-token");
+  EXPECT_EQ(cfg->namespace_name, "team");
+  // Without the variable the standard path is read (absent here: a clear error naming it).
+  auto standard = in_cluster_config(InClusterEnv{"10.0.0.1", "443", std::nullopt});
+  ASSERT_FALSE(standard);
+  EXPECT_NE(standard.error().message.find("/var/run/secrets/kubernetes.io/serviceaccount/token"), std::string::npos);
+}
+
 TEST(KubeBase64, DecodesStandardAndUrlAlphabets) {
   EXPECT_EQ(base64_decode("aGVsbG8="), "hello");
   EXPECT_EQ(base64_decode("aGVs\nbG8"), "hello");
