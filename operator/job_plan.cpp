@@ -8,23 +8,25 @@ namespace {
 
 using Json = nlohmann::json;
 
+planner::ModelSpec inline_model(const JobSpec& spec) {
+  planner::ModelSpec m;
+  m.name = spec.model;
+  m.family = planner::ModelFamily::kGpt;
+  m.num_layers = spec.model_spec->num_layers;
+  m.hidden = spec.model_spec->hidden;
+  m.heads = spec.model_spec->heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn_hidden = spec.model_spec->ffn_hidden > 0 ? spec.model_spec->ffn_hidden : 4 * m.hidden;
+  m.vocab = spec.model_spec->vocab_size;
+  m.seq_len = spec.model_spec->seq_len;
+  m.max_position_embeddings = m.seq_len;
+  m.tied_embeddings = false;
+  return m;
+}
+
 planner::PlaceRequest place_request(const JobSpec& spec, const PlanConstraints& limits) {
   planner::PlaceRequest request;
-  if (spec.model_spec) {
-    planner::ModelSpec m;
-    m.name = spec.model;
-    m.family = planner::ModelFamily::kGpt;
-    m.num_layers = spec.model_spec->num_layers;
-    m.hidden = spec.model_spec->hidden;
-    m.heads = spec.model_spec->heads;
-    m.head_dim = m.hidden / m.heads;
-    m.ffn_hidden = spec.model_spec->ffn_hidden > 0 ? spec.model_spec->ffn_hidden : 4 * m.hidden;
-    m.vocab = spec.model_spec->vocab_size;
-    m.seq_len = spec.model_spec->seq_len;
-    m.max_position_embeddings = m.seq_len;
-    m.tied_embeddings = false;
-    request.model = m;
-  }
+  if (spec.model_spec) request.model = inline_model(spec);
   request.model_name = spec.model;
   request.global_batch_size = spec.global_batch_size;
   request.objective = spec.objective_cost ? planner::Objective::kMinCost : planner::Objective::kMaxThroughput;
@@ -163,6 +165,11 @@ std::optional<JobPlan> JobPlan::from_status(const Json& j) {
   } catch (const Json::exception&) {
     return std::nullopt;
   }
+}
+
+std::optional<planner::ModelSpec> planner_model(const JobSpec& spec) {
+  if (spec.model_spec) return inline_model(spec);
+  return planner::find_preset(spec.model);
 }
 
 PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, const PlanConstraints& limits,

@@ -84,6 +84,9 @@ struct PlanOutcome {
   std::string message;  // one line, with the smallest change that fits when there is one
 };
 
+// The planner's model of the job: its inline modelSpec, else the preset it names (nullopt: none).
+std::optional<planner::ModelSpec> planner_model(const JobSpec& spec);
+
 PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, const PlanConstraints& limits,
                      const planner::EvalContext& context, std::int64_t epoch);
 
