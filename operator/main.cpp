@@ -7,6 +7,11 @@
 //   --sidecar-command "CMD"  the worker pods' container command (default: flotilla-sidecar)
 //   --gpu-catalog FILE       GPU catalog override (YAML), as flotilla plan --catalog
 //   --no-benefit-check       scale up greedily (the baseline)
+//   --no-preemption          a waiting job never reclaims scaled-up GPUs (FlexTrain §5.2 off)
+// Cluster-wide defaults of a job's unset spec.elasticity fields (the scaling policy):
+//   --benefit-threshold P    P_th of the Poisson benefit check, in [0, 1] (default 0.6)
+//   --arrival-window-seconds N   window λ is measured over (default 28800)
+//   --min-rescale-interval-seconds N   anti-thrash interval (default 60)
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,13 +40,27 @@ struct Flags {
   std::string sidecar_command = "flotilla-sidecar";
   std::string catalog;
   bool benefit_check = true;
+  bool preemption = true;
+  std::string benefit_threshold, arrival_window_seconds, min_rescale_interval_seconds;
 };
+
+// A number flag in [min, max]; false (and a usage line) when it is not one.
+bool parse_number(const std::string& text, double min, double max, double& out) {
+  try {
+    std::size_t used = 0;
+    out = std::stod(text, &used);
+    return used == text.size() && out >= min && out <= max;
+  } catch (...) {
+    return false;
+  }
+}
 
 int usage(const std::string& why) {
   std::fprintf(stderr,
                "flotilla-operator: %s\nusage: flotilla-operator [--kubeconfig FILE] [--namespace NS] "
                "[--metrics-addr HOST:PORT] [--health-addr HOST:PORT] [--leader-elect] [--lease-name N] "
-               "[--lease-namespace NS] [--sidecar-command CMD] [--gpu-catalog FILE] [--no-benefit-check]\n",
+               "[--lease-namespace NS] [--sidecar-command CMD] [--gpu-catalog FILE] [--no-benefit-check] [--no-preemption] "
+               "[--benefit-threshold P] [--arrival-window-seconds N] [--min-rescale-interval-seconds N]\n",
                why.c_str());
   return 2;
 }
@@ -106,6 +125,11 @@ int main(int argc, char** argv) {
       f.leader_elect = true;
     } else if (a == "--no-benefit-check") {
       f.benefit_check = false;
+    } else if (a == "--no-preemption") {
+      f.preemption = false;
+    } else if ((a == "--benefit-threshold" && value(f.benefit_threshold)) ||
+               (a == "--arrival-window-seconds" && value(f.arrival_window_seconds)) ||
+               (a == "--min-rescale-interval-seconds" && value(f.min_rescale_interval_seconds))) {
     } else if ((a == "--kubeconfig" && value(f.kubeconfig)) || (a == "--namespace" && value(f.ns)) ||
                (a == "--metrics-addr" && value(f.metrics_addr)) || (a == "--health-addr" && value(f.health_addr)) ||
                (a == "--lease-name" && value(f.lease_name)) || (a == "--lease-namespace" && value(f.lease_namespace)) ||
@@ -123,6 +147,18 @@ int main(int argc, char** argv) {
   options.ns = f.ns;
   options.pod_template.sidecar_command = split_words(f.sidecar_command);
   options.use_benefit_check = f.benefit_check;
+  options.allow_preemption = f.preemption;
+  if (!f.benefit_threshold.empty() &&
+      !parse_number(f.benefit_threshold, 0, 1, options.policy.benefit_threshold))
+    return usage("--benefit-threshold '" + f.benefit_threshold + "' is not a probability in [0, 1]");
+  if (!f.arrival_window_seconds.empty() &&
+      !parse_number(f.arrival_window_seconds, 1, 1e9, options.policy.window_seconds))
+    return usage("--arrival-window-seconds '" + f.arrival_window_seconds + "' is not a number of seconds >= 1");
+  if (!f.min_rescale_interval_seconds.empty() &&
+      !parse_number(f.min_rescale_interval_seconds, 0, 1e9, options.policy.min_rescale_interval_seconds))
+    return usage("--min-rescale-interval-seconds '" + f.min_rescale_interval_seconds +
+                 "' is not a number of seconds >= 0");
+  options.arrival_window_s = options.policy.window_seconds;
   if (!f.catalog.empty()) {
     std::ifstream in(f.catalog);
     if (!in) return usage("cannot read --gpu-catalog '" + f.catalog + "'");

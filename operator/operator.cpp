@@ -6,6 +6,7 @@
 
 #include "kube/clock.h"
 #include "operator/job_reconciler.h"
+#include "operator/rescale_timing.h"
 #include "planner/network_io.h"
 #include "scaler/arrival_rate.h"
 
@@ -144,13 +145,14 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   scaler::AllocatorInput input;
   input.free_gpus_by_type = view.free_by_type();
   input.use_benefit_check = options_.use_benefit_check;
+  input.allow_preemption = options_.allow_preemption;
   std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
   std::map<std::string, const Json*> pods_by_key;   // "<ns>/<name>" -> pod, built once per pass
   for (const Json& p : pods)
     pods_by_key[p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", "")] = &p;
   std::lock_guard lock(mu_);
   for (const Json& job : jobs) {
-    auto parsed = parse_job_spec(job);
+    auto parsed = parse_job_spec(job, options_.policy);
     if (!std::holds_alternative<JobSpec>(parsed)) continue;
     const JobSpec spec = std::get<JobSpec>(parsed);
     const Json status = job.value("status", Json::object());
@@ -220,9 +222,11 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
 
 void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view) {
   std::map<Labels, double> phases;
-  double predicted = 0, measured = 0;
+  double predicted = 0, measured = 0, oldest_rescale_s = 0;
+  const double now = now_s();
   for (const Json& job : ctx.primary.list()) {
     const Json status = job.value("status", Json::object());
+    oldest_rescale_s = std::max(oldest_rescale_s, rescaling_age_seconds(status, now));
     const std::string phase = status.value("phase", "Pending");
     phases[{{"phase", phase.empty() ? "Pending" : phase}}] += 1;
     if (phase == "Running") {
@@ -244,6 +248,7 @@ void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterVi
   metrics_.replace_family("flotilla_gpus", gpus);
   metrics_.set("flotilla_predicted_tokens_per_second", {}, predicted);
   metrics_.set("flotilla_measured_tokens_per_second", {}, measured);
+  metrics_.set("flotilla_rescaling_oldest_seconds", {}, oldest_rescale_s);
 }
 
 kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const kube::ReconcileContext& ctx) {
@@ -252,10 +257,11 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     std::lock_guard lock(mu_);
     decisions_.erase(key);
     tables_.erase(key);
+    barrier_lifted_at_s_.erase(key);
     return kube::Action::await_change();  // its pods go with it (ownerReferences)
   }
   JobObservation obs;
-  auto parsed = parse_job_spec(*job);
+  auto parsed = parse_job_spec(*job, options_.policy);
   Json status = job->value("status", Json::object());
   if (auto* error = std::get_if<std::string>(&parsed)) {
     Json next = status;
@@ -294,11 +300,24 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     updated["status"] = *actions.status;
     auto r = client_->update_status(kTrainingJobs, obs.spec.ns, updated);
     if (!r) return r.error();  // Conflict: retried with backoff on fresh caches
+    observe_rescale(key, status, *actions.status);
   }
   apply(obs.spec, *job, actions);
   const std::string phase = actions.status ? actions.status->value("phase", "") : status.value("phase", "");
   if (phase == "Succeeded" || phase == "Failed") return kube::Action::await_change();
   return kube::Action::requeue_after(std::chrono::seconds(5));
+}
+
+void Operator::observe_rescale(const std::string& key, const Json& before, const Json& after) {
+  std::lock_guard lock(mu_);
+  const double now = now_s();
+  auto lifted = barrier_lifted_at_s_.find(key);
+  const RescaleTiming t =
+      time_rescale(before, after, now, lifted == barrier_lifted_at_s_.end() ? 0 : lifted->second);
+  if (t.barrier_lifted) barrier_lifted_at_s_[key] = now;
+  for (const auto& [phase, seconds] : t.observations)
+    metrics_.observe("flotilla_rescale_duration_seconds", {{"phase", phase}}, seconds);
+  if (after.value("phase", "") != "Rescaling") barrier_lifted_at_s_.erase(key);
 }
 
 void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& actions) {

@@ -27,6 +27,7 @@
 #include "kube/controller.h"
 #include "kube/event_recorder.h"
 #include "operator/cluster_view.h"
+#include "operator/job_spec.h"
 #include "operator/job_table.h"
 #include "operator/metrics.h"
 #include "operator/pod_manifest.h"
@@ -41,7 +42,9 @@ struct OperatorOptions {
   std::string ns;  // "" = all namespaces
   PodTemplate pod_template;
   bool use_benefit_check = true;
-  double arrival_window_s = 8 * 3600.0;
+  bool allow_preemption = true;  // FlexTrain §5.2 reclaiming for the head of the queue
+  PolicyDefaults policy;         // cluster-wide defaults of a job's elasticity fields
+  double arrival_window_s = 8 * 3600.0;  // λ's window (the policy's window_seconds)
   double restart_overhead_s = 30;  // until measured
   std::string catalog_override_yaml;
 };
@@ -62,6 +65,8 @@ class Operator {
   const JobTable& table_for(const JobSpec& spec, const ClusterView& view);
   void apply(const JobSpec& spec, const nlohmann::json& job, const struct JobActions& actions);
   void record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view);
+  // Observes the rescale phases a status write completed (rescale_timing.h).
+  void observe_rescale(const std::string& key, const nlohmann::json& before, const nlohmann::json& after);
 
   std::shared_ptr<kube::Client> client_;
   OperatorOptions options_;
@@ -77,6 +82,7 @@ class Operator {
   // key -> (decision, the status.plan.epoch it was made on)
   std::map<std::string, std::pair<scaler::AllocatorDecision, std::int64_t>> decisions_;
   std::map<std::string, std::pair<std::string, JobTable>> tables_;  // key -> (signature, table)
+  std::map<std::string, double> barrier_lifted_at_s_;              // key -> when its barrier lifted
 };
 
 }  // namespace flotilla::op
