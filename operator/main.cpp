@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stop_token>
 #include <string>
@@ -27,6 +28,7 @@
 #include "kube/leader_election.h"
 #include "kube/net/http_server.h"
 #include "operator/operator.h"
+#include "planner/gpu_catalog.h"
 
 namespace {
 
@@ -112,12 +114,21 @@ int main(int argc, char** argv) {
   using namespace flotilla;
   Flags f;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    // --name value or --name=value (the form Helm charts and kubectl-style manifests use).
+    std::string a = argv[i];
+    std::optional<std::string> inline_value;
+    if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = a.substr(eq + 1);
+      a.resize(eq);
+    }
     auto value = [&](std::string& out) {
+      if (inline_value) return out = *inline_value, true;
       if (i + 1 >= argc) return false;
       out = argv[++i];
       return true;
     };
+    if (inline_value && (a == "--version" || a == "--leader-elect" || a == "--no-benefit-check" || a == "--no-preemption"))
+      return usage("flag '" + a + "' takes no value");
     if (a == "--version") {
       std::printf("flotilla-operator %s\n", FLOTILLA_VERSION);
       return 0;
@@ -138,11 +149,7 @@ int main(int argc, char** argv) {
       return usage("unknown or incomplete flag '" + a + "'");
     }
   }
-  auto config = f.kubeconfig.empty() ? kube::default_config() : kube::load_kubeconfig(f.kubeconfig);
-  if (!config) return usage("no API server configuration: " + config.error().message);
-  auto client = kube::Client::create(*config);
-  if (!client) return usage("cannot create the API client: " + client.error().message);
-
+  // Flags are checked before the API server is contacted: a bad value fails fast, naming it.
   op::OperatorOptions options;
   options.ns = f.ns;
   options.pod_template.sidecar_command = split_words(f.sidecar_command);
@@ -165,7 +172,15 @@ int main(int argc, char** argv) {
     std::stringstream ss;
     ss << in.rdbuf();
     options.catalog_override_yaml = ss.str();
+    // A catalog the operator cannot read must stop it, not leave it planning on the built-in one.
+    auto checked = planner::apply_catalog_override(planner::builtin_gpu_catalog(), options.catalog_override_yaml);
+    if (!checked) return usage("--gpu-catalog '" + f.catalog + "': " + checked.error());
   }
+  auto config = f.kubeconfig.empty() ? kube::default_config() : kube::load_kubeconfig(f.kubeconfig);
+  if (!config) return usage("no API server configuration: " + config.error().message);
+  auto client = kube::Client::create(*config);
+  if (!client) return usage("cannot create the API client: " + client.error().message);
+
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
   signal(SIGPIPE, SIG_IGN);
