@@ -5,6 +5,7 @@
 //   --health-addr HOST:PORT  /healthz and /readyz (default 127.0.0.1:8081)
 //   --leader-elect           run only while holding the Lease (--lease-name, --lease-namespace)
 //   --sidecar-command "CMD"  the worker pods' container command (default: flotilla-sidecar)
+//   --worker-service-account NAME  the worker pods' ServiceAccount (default: the namespace's default)
 //   --gpu-catalog FILE       GPU catalog override (YAML), as flotilla plan --catalog
 //   --no-benefit-check       scale up greedily (the baseline)
 //   --no-preemption          a waiting job never reclaims scaled-up GPUs (FlexTrain §5.2 off)
@@ -40,6 +41,7 @@ struct Flags {
   bool leader_elect = false;
   std::string lease_name = "flotilla-operator", lease_namespace;
   std::string sidecar_command = "flotilla-sidecar";
+  std::string worker_service_account;
   std::string catalog;
   bool benefit_check = true;
   bool preemption = true;
@@ -61,7 +63,7 @@ int usage(const std::string& why) {
   std::fprintf(stderr,
                "flotilla-operator: %s\nusage: flotilla-operator [--kubeconfig FILE] [--namespace NS] "
                "[--metrics-addr HOST:PORT] [--health-addr HOST:PORT] [--leader-elect] [--lease-name N] "
-               "[--lease-namespace NS] [--sidecar-command CMD] [--gpu-catalog FILE] [--no-benefit-check] [--no-preemption] "
+               "[--lease-namespace NS] [--sidecar-command CMD] [--worker-service-account NAME] [--gpu-catalog FILE] [--no-benefit-check] [--no-preemption] "
                "[--benefit-threshold P] [--arrival-window-seconds N] [--min-rescale-interval-seconds N]\n",
                why.c_str());
   return 2;
@@ -144,7 +146,8 @@ int main(int argc, char** argv) {
     } else if ((a == "--kubeconfig" && value(f.kubeconfig)) || (a == "--namespace" && value(f.ns)) ||
                (a == "--metrics-addr" && value(f.metrics_addr)) || (a == "--health-addr" && value(f.health_addr)) ||
                (a == "--lease-name" && value(f.lease_name)) || (a == "--lease-namespace" && value(f.lease_namespace)) ||
-               (a == "--sidecar-command" && value(f.sidecar_command)) || (a == "--gpu-catalog" && value(f.catalog))) {
+               (a == "--sidecar-command" && value(f.sidecar_command)) ||
+               (a == "--worker-service-account" && value(f.worker_service_account)) || (a == "--gpu-catalog" && value(f.catalog))) {
     } else {
       return usage("unknown or incomplete flag '" + a + "'");
     }
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
   op::OperatorOptions options;
   options.ns = f.ns;
   options.pod_template.sidecar_command = split_words(f.sidecar_command);
+  options.pod_template.service_account = f.worker_service_account;
   options.use_benefit_check = f.benefit_check;
   options.allow_preemption = f.preemption;
   if (!f.benefit_threshold.empty() &&

@@ -123,7 +123,7 @@ TEST_F(HelmChart, DefaultsRunOneLeaderElectedHardenedOperator) {
   EXPECT_FALSE(c["resources"]["requests"]["cpu"].is_null());
   EXPECT_FALSE(c["resources"]["limits"]["memory"].is_null());
   // Its own ServiceAccount; a metrics Service selecting its pods.
-  const Json sa = r.find("ServiceAccount");
+  const Json sa = r.find("ServiceAccount", "flotilla");
   ASSERT_FALSE(sa.is_null());
   EXPECT_EQ(pod["serviceAccountName"], sa["metadata"]["name"]);
   const Json svc = r.find("Service");
@@ -148,7 +148,7 @@ TEST_F(HelmChart, DefaultsRunOneLeaderElectedHardenedOperator) {
 //   kube/leader_election   get, create, update of the Lease
 TEST_F(HelmChart, RbacGrantsExactlyTheRequestsTheOperatorSends) {
   const Rendered r = render_ok("");
-  const Json cluster_role = r.find("ClusterRole");
+  const Json cluster_role = r.find("ClusterRole", "flotilla");
   ASSERT_FALSE(cluster_role.is_null());
   const std::set<std::tuple<std::string, std::string, std::string, std::string>> want_cluster = {
       {"", "nodes", "list", ""},
@@ -173,15 +173,49 @@ TEST_F(HelmChart, RbacGrantsExactlyTheRequestsTheOperatorSends) {
       {"coordination.k8s.io", "leases", "update", "flotilla-operator,"}};
   EXPECT_EQ(grants(lease_role), want_lease);
   // Bound to the chart's ServiceAccount.
-  const std::string sa = r.find("ServiceAccount")["metadata"]["name"];
-  for (const char* kind : {"ClusterRoleBinding", "RoleBinding"}) {
-    const Json b = r.find(kind);
+  const std::string sa = r.find("ServiceAccount", "flotilla")["metadata"]["name"];
+  for (const auto& [kind, name] : {std::pair{"ClusterRoleBinding", "flotilla"},
+                                   std::pair{"RoleBinding", "flotilla-leader-election"}}) {
+    const Json b = r.find(kind, name);
     ASSERT_FALSE(b.is_null()) << kind;
     EXPECT_EQ(b["subjects"][0]["name"], sa);
     EXPECT_EQ(b["subjects"][0]["namespace"], "flotilla-system");
   }
   // Without leader election there is no Lease rule at all.
   EXPECT_EQ(render_ok("--set operator.leaderElection.enabled=false").count("Role"), 0);
+}
+
+// The worker pods' sidecar (trainer-sidecar/): a watch of its own pod (list + watch), a get of
+// the rendezvous pod, patches of its own annotations. Bound in each listed namespace.
+TEST_F(HelmChart, WorkerPodsGetAServiceAccountBoundToWhatTheSidecarSends) {
+  const Rendered r = render_ok("--set 'workers.namespaces={team-a,team-b}'");
+  const Json worker_role = r.find("ClusterRole", "flotilla-worker");
+  ASSERT_FALSE(worker_role.is_null());
+  const std::set<std::tuple<std::string, std::string, std::string, std::string>> want = {
+      {"", "pods", "get", ""}, {"", "pods", "list", ""}, {"", "pods", "watch", ""}, {"", "pods", "patch", ""}};
+  EXPECT_EQ(grants(worker_role), want);
+  EXPECT_TRUE(has(args_of(r.find("Deployment")), "--worker-service-account=flotilla-worker"));
+  for (const char* ns : {"team-a", "team-b"}) {
+    int accounts = 0, bindings = 0;
+    for (const Json& o : r.objects) {
+      if (o["metadata"].value("namespace", "") != ns) continue;
+      accounts += o["kind"] == "ServiceAccount" && o["metadata"]["name"] == "flotilla-worker";
+      if (o["kind"] == "RoleBinding") {
+        ++bindings;
+        EXPECT_EQ(o["roleRef"]["kind"], "ClusterRole");
+        EXPECT_EQ(o["roleRef"]["name"], "flotilla-worker");
+        EXPECT_EQ(o["subjects"][0]["name"], "flotilla-worker");
+        EXPECT_EQ(o["subjects"][0]["namespace"], ns);
+      }
+    }
+    EXPECT_EQ(accounts, 1) << ns;
+    EXPECT_EQ(bindings, 1) << ns;
+  }
+  // No account name: the pods run under each namespace's default account, and nothing is bound.
+  const Rendered none = render_ok("--set workers.serviceAccountName=");
+  EXPECT_TRUE(none.find("ClusterRole", "flotilla-worker").is_null());
+  for (const std::string& a : args_of(none.find("Deployment")))
+    EXPECT_EQ(a.find("--worker-service-account"), std::string::npos);
 }
 
 TEST_F(HelmChart, CrdIsTheRepositoryCrdAndKeptOnUninstallUnlessToldOtherwise) {
@@ -277,7 +311,7 @@ TEST_F(HelmChart, ScalingPolicyCatalogAndWatchedNamespaceReachTheOperator) {
   const Json watched = r.find("Role", "flotilla-watched");
   ASSERT_FALSE(watched.is_null());
   EXPECT_EQ(watched["metadata"]["namespace"], "team-a");
-  EXPECT_EQ(grants(r.find("ClusterRole")).size(), 2u);
+  EXPECT_EQ(grants(r.find("ClusterRole", "flotilla")).size(), 2u);
 }
 
 TEST_F(HelmChart, MisspeltOrOutOfRangeValuesAreRefusedByTheSchema) {
