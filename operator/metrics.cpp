@@ -50,6 +50,8 @@ Metrics::Metrics() {
          "total.",
          kRescaleBuckets);
   define("flotilla_rescaling_oldest_seconds", "gauge", "Age of the oldest rescale in progress (0: none).");
+  define("flotilla_memory_prediction_error_ratio", "gauge",
+         "Largest |predicted - measured| / measured peak memory over running pods that report a measured peak.");
   define("flotilla_preemptions_total", "counter", "GPUs reclaimed from elastic jobs for waiting jobs.");
   define("flotilla_jobs", "gauge", "TrainingJobs by phase.");
   define("flotilla_gpus", "gauge", "GPUs by type and state (allocated, free, unhealthy).");

@@ -6,6 +6,7 @@
 
 #include "kube/clock.h"
 #include "operator/job_reconciler.h"
+#include "operator/memory_error.h"
 #include "operator/rescale_timing.h"
 #include "planner/network_io.h"
 #include "scaler/arrival_rate.h"
@@ -223,16 +224,23 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
 void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view) {
   std::map<Labels, double> phases;
   double predicted = 0, measured = 0, oldest_rescale_s = 0;
+  std::optional<double> memory_error;
   const double now = now_s();
+  std::map<std::string, std::vector<PodObservation>> pods_of_job;
+  for (const Json& pod : ctx.owned[0].list())
+    if (std::string key = job_key_of_pod(pod); !key.empty()) pods_of_job[key].push_back(observe_pod(pod));
   for (const Json& job : ctx.primary.list()) {
     const Json status = job.value("status", Json::object());
     oldest_rescale_s = std::max(oldest_rescale_s, rescaling_age_seconds(status, now));
     const std::string phase = status.value("phase", "Pending");
     phases[{{"phase", phase.empty() ? "Pending" : phase}}] += 1;
-    if (phase == "Running") {
-      predicted += status.value("/plan/predicted/tokensPerSecond"_json_pointer, 0.0);
-      measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
-    }
+    if (phase != "Running") continue;
+    predicted += status.value("/plan/predicted/tokensPerSecond"_json_pointer, 0.0);
+    measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
+    const std::string key = job["metadata"].value("namespace", "default") + "/" + job["metadata"].value("name", "");
+    if (auto plan = JobPlan::from_status(status.value("plan", Json())))
+      if (auto e = memory_prediction_error(*plan, pods_of_job[key]))
+        memory_error = std::max(memory_error.value_or(0.0), *e);
   }
   metrics_.replace_family("flotilla_jobs", phases);
   std::map<Labels, double> gpus;
@@ -249,6 +257,10 @@ void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterVi
   metrics_.set("flotilla_predicted_tokens_per_second", {}, predicted);
   metrics_.set("flotilla_measured_tokens_per_second", {}, measured);
   metrics_.set("flotilla_rescaling_oldest_seconds", {}, oldest_rescale_s);
+  // No series until a worker has measured: a 0 would claim a perfect prediction.
+  std::map<Labels, double> memory;
+  if (memory_error) memory[{}] = *memory_error;
+  metrics_.replace_family("flotilla_memory_prediction_error_ratio", memory);
 }
 
 kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const kube::ReconcileContext& ctx) {
