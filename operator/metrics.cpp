@@ -59,6 +59,8 @@ Metrics::Metrics() {
   define("flotilla_reconcile_duration_seconds", "histogram", "Reconcile time, by kind.", kLatencyBuckets);
   define("flotilla_queue_depth", "gauge", "TrainingJobs waiting for GPUs.");
   define("flotilla_leader", "gauge", "1 while this operator leads, else 0.");
+  define("flotilla_api_errors_total", "counter",
+         "Requests the API server refused or that failed, by kind (Forbidden: a missing RBAC rule).");
   define("flotilla_benefit_checks_total", "counter", "Poisson benefit checks, by result (pass, refuse).");
   define("flotilla_predicted_tokens_per_second", "gauge", "Predicted tokens/s of the running plans, summed.");
   define("flotilla_measured_tokens_per_second", "gauge", "Measured tokens/s of the running jobs, summed.");
@@ -70,6 +72,8 @@ Metrics::Metrics() {
     for (const char* result : {"ok", "error"}) inc("flotilla_reconcile_total", {{"kind", kind}, {"result", result}}, 0);
   for (const char* p : {"Pending", "Running", "Rescaling", "Succeeded", "Failed"})
     set("flotilla_jobs", {{"phase", p}}, 0);
+  for (const char* kind : {"Forbidden", "Unauthorized", "NotFound", "Conflict", "Invalid", "Transient", "Other"})
+    inc("flotilla_api_errors_total", {{"kind", kind}}, 0);
   set("flotilla_queue_depth", {}, 0);
   set("flotilla_rescaling_oldest_seconds", {}, 0);
   set("flotilla_leader", {}, 0);

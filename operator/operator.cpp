@@ -86,6 +86,7 @@ Operator::Operator(std::shared_ptr<kube::Client> client, OperatorOptions options
     : client_(std::move(client)),
       options_(std::move(options)),
       metrics_(metrics),
+      api_errors_(metrics),
       catalog_(planner::builtin_gpu_catalog()),
       compute_(nullptr),
       network_(planner::default_network_model()),
@@ -103,8 +104,17 @@ bool Operator::run(std::stop_token stop) {
   kube::Controller controller(
       client_, kTrainingJobs, options_.ns,
       [this](const std::string& key, const kube::ReconcileContext& ctx) { return reconcile(key, ctx); });
-  controller.owns(kube::resources::pods)
-      .watches(kube::resources::nodes, [](const Json&) { return std::vector<std::string>{}; })
+  const std::string scope = options_.ns.empty() ? " in all namespaces" : " in " + options_.ns;
+  auto reporting = [this](std::string request) {
+    kube::WatcherOptions o;
+    o.on_request_failed = [this, request](const kube::Error& e) { api_errors_.report(request, e); };
+    return o;
+  };
+  controller.with_watcher_options(reporting("list/watch trainingjobs" + scope))
+      .owns(kube::resources::pods, reporting("list/watch pods" + scope))
+      .watches(
+          kube::resources::nodes, [](const Json&) { return std::vector<std::string>{}; },
+          reporting("list/watch nodes"))
       .with_cluster_pass();
   controller_ = &controller;
   ready_ = true;
@@ -270,6 +280,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     decisions_.erase(key);
     tables_.erase(key);
     barrier_lifted_at_s_.erase(key);
+    api_errors_.recovered("update trainingjobs/status of " + key);
     return kube::Action::await_change();  // its pods go with it (ownerReferences)
   }
   JobObservation obs;
@@ -285,7 +296,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
       Json updated = *job;
       updated["status"] = next;
       auto r = client_->update_status(kTrainingJobs, (*job)["metadata"].value("namespace", ""), updated);
-      if (!r) return r.error();
+      if (!r) return report_status_write(key, r.error());
     }
     return kube::Action::await_change();
   }
@@ -311,7 +322,8 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     Json updated = *job;
     updated["status"] = *actions.status;
     auto r = client_->update_status(kTrainingJobs, obs.spec.ns, updated);
-    if (!r) return r.error();  // Conflict: retried with backoff on fresh caches
+    if (!r) return report_status_write(key, r.error());  // Conflict: retried with backoff on fresh caches
+    api_errors_.recovered("update trainingjobs/status of " + key);
     observe_rescale(key, status, *actions.status);
   }
   apply(obs.spec, *job, actions);
@@ -332,22 +344,37 @@ void Operator::observe_rescale(const std::string& key, const Json& before, const
   if (after.value("phase", "") != "Rescaling") barrier_lifted_at_s_.erase(key);
 }
 
+kube::Error Operator::report_status_write(const std::string& key, const kube::Error& error) {
+  if (!error.is(kube::ErrorKind::Conflict))  // a Conflict is optimistic concurrency at work
+    api_errors_.report("update trainingjobs/status of " + key, error);
+  return error;
+}
+
 void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& actions) {
+  const std::string in = " in " + spec.ns;
   for (const std::string& name : actions.remove) {
     auto r = client_->remove(kube::resources::pods, spec.ns, name);
-    (void)r;  // NotFound: already gone
+    if (!r && !r.is(kube::ErrorKind::NotFound)) api_errors_.report("delete pods" + in, r.error());  // NotFound: gone
   }
   for (const PodCreate& c : actions.create) {
     auto r = client_->create(kube::resources::pods, spec.ns, pod_manifest(spec, c.pod, c.plan, options_.pod_template));
-    if (!r && !r.is(kube::ErrorKind::AlreadyExists))
-      events_.record(job, "Warning", "PodCreateFailed", c.pod.name + ": " + r.error().message);
+    if (!r && !r.is(kube::ErrorKind::AlreadyExists)) {
+      api_errors_.report("create pods" + in, r.error());
+      record_event(job, "Warning", "PodCreateFailed", c.pod.name + ": " + r.error().message);
+    }
   }
   for (const auto& [name, plan] : actions.annotate) {
     Json patch = {{"metadata", {{"annotations", {{kPlanAnnotation, encode_pod_plan(plan)}}}}}};
     auto r = client_->patch(kube::resources::pods, spec.ns, name, kube::PatchType::Merge, patch);
-    (void)r;
+    if (!r && !r.is(kube::ErrorKind::NotFound)) api_errors_.report("patch pods" + in, r.error());
   }
-  for (const JobEvent& e : actions.events) events_.record(job, e.type, e.reason, e.message);
+  for (const JobEvent& e : actions.events) record_event(job, e.type, e.reason, e.message);
+}
+
+void Operator::record_event(const Json& job, const std::string& type, const std::string& reason,
+                            const std::string& message) {
+  auto r = events_.record(job, type, reason, message);
+  if (!r) api_errors_.report("create/patch events in " + job["metadata"].value("namespace", ""), r.error());
 }
 
 }  // namespace flotilla::op

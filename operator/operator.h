@@ -11,6 +11,9 @@
 //     operator therefore resumes from status.plan (epoch and barrier) and never launches the
 //     same epoch twice; pod creates of a name that exists are not an error.
 //   - Metrics (metrics.h) count every decision, reconcile and preemption.
+//   - Every request the API server refuses (a watch, a status write, a pod or event write) is
+//     logged once per distinct error, naming the request (api_errors.h): a 403 says which RBAC
+//     permission is missing.
 // Assumes: pods are created only by this operator (label flotilla.io/job).
 // Caveats: one worker thread for job reconciles plus the cluster pass, which is enough at the
 //   scale bench/operator_scale measures.
@@ -26,6 +29,7 @@
 #include "kube/client.h"
 #include "kube/controller.h"
 #include "kube/event_recorder.h"
+#include "operator/api_errors.h"
 #include "operator/cluster_view.h"
 #include "operator/job_spec.h"
 #include "operator/job_table.h"
@@ -65,12 +69,17 @@ class Operator {
   const JobTable& table_for(const JobSpec& spec, const ClusterView& view);
   void apply(const JobSpec& spec, const nlohmann::json& job, const struct JobActions& actions);
   void record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view);
+  // Logs a refused status write (not a Conflict) and returns the error for the controller's retry.
+  kube::Error report_status_write(const std::string& key, const kube::Error& error);
+  void record_event(const nlohmann::json& job, const std::string& type, const std::string& reason,
+                    const std::string& message);
   // Observes the rescale phases a status write completed (rescale_timing.h).
   void observe_rescale(const std::string& key, const nlohmann::json& before, const nlohmann::json& after);
 
   std::shared_ptr<kube::Client> client_;
   OperatorOptions options_;
   Metrics& metrics_;
+  ApiErrorReporter api_errors_;
   planner::GpuCatalog catalog_;
   planner::ComputeModel compute_;
   planner::NetworkModel network_;
