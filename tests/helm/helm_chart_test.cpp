@@ -225,6 +225,17 @@ TEST_F(HelmChart, CrdIsTheRepositoryCrdAndKeptOnUninstallUnlessToldOtherwise) {
       read_text(fs::path(FLOTILLA_SOURCE_DIR) / "crds/flotilla.io_trainingjobs.yaml"), &source, &error))
       << error;
   ASSERT_EQ(source.size(), 1u);
+  // No null anywhere: a YAML flow map with a comma in an unquoted description ({description: a, b})
+  // makes a stray key "b: null", which kube-apiserver's strict decoding refuses (Helm 4 sends
+  // with fieldValidation=Strict).
+  std::function<void(const Json&, const std::string&)> no_nulls = [&](const Json& j, const std::string& path) {
+    if (j.is_null()) ADD_FAILURE() << "null at " << path;
+    if (j.is_object())
+      for (const auto& [k, v] : j.items()) no_nulls(v, path + "." + k);
+    if (j.is_array())
+      for (std::size_t i = 0; i < j.size(); ++i) no_nulls(j[i], path + "[" + std::to_string(i) + "]");
+  };
+  no_nulls(source[0], "");
   Json crd = render_ok("").find("CustomResourceDefinition");
   ASSERT_FALSE(crd.is_null());
   EXPECT_EQ(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep");
