@@ -57,7 +57,8 @@ class HelmInstall : public ::testing::Test {
   }
   // The chart with devcluster's differences only: the pod's command is the built operator, the
   // ports are free ones (pods share the host's network), the catalog of the emulated GPUs.
-  void install() {
+  // apply_mode: Helm 4's default server-side apply, or "--server-side=false" (client-side).
+  void install(const std::string& apply_mode = "") {
     const std::string values = (dc_->dir() / "values.yaml").string();
     devcluster_test::write_text(
         values, "operator:\n  command: [" + bin("operator/flotilla-operator") + "]\n  healthPort: " +
@@ -66,7 +67,7 @@ class HelmInstall : public ::testing::Test {
                     " --worker-binary " + bin("worker/flotilla-worker") + "\"\n  extraArgs: [--gpu-catalog=" +
                     (dc_->dir() / "catalog.yaml").string() + "]\nscalingPolicy: {minRescaleIntervalSeconds: 0}\n");
     const auto r = helm("install flotilla " + flotilla::helm_test::chart_dir().string() + " -n " + kNamespace +
-                        " --create-namespace -f " + values);
+                        " --create-namespace -f " + values + " " + apply_mode);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     installed_ = true;
     ASSERT_TRUE(wait_for([&] { return operator_ready(); }, 60s))
@@ -121,7 +122,7 @@ class HelmInstall : public ::testing::Test {
 }  // namespace
 
 TEST_F(HelmInstall, OperatorPodRunsAJobToCompletionAndUninstallLeavesOnlyTheKeptCrd) {
-  install();
+  install("--server-side=false");  // the other test installs with server-side apply
   // The pod acts as the chart's ServiceAccount: what the chart grants and nothing more.
   const std::string as = std::string(" --as=") + kOperatorAccount;
   EXPECT_EQ(kubectl("auth can-i create pods -n default" + as).output, "yes\n");
