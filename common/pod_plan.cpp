@@ -154,6 +154,7 @@ std::string encode_pod_report(const PodReport& r) {
             {"lastCheckpointStep", r.last_checkpoint_step},
             {"stageSeconds", stages},
             {"restarts", r.restarts},
+            {"peakBytes", r.peak_bytes},
             {"message", r.message},
             {"time", r.time}};
   return j.dump();
@@ -172,6 +173,7 @@ std::variant<PodReport, std::string> parse_pod_report(std::string_view text) {
   out.tokens_per_second = r.get<double>("tokensPerSecond", 0, false);
   out.last_checkpoint_step = r.get<std::int64_t>("lastCheckpointStep", -1, false);
   out.restarts = r.get<int>("restarts", 0, false);
+  out.peak_bytes = r.get<std::int64_t>("peakBytes", 0, false);
   out.message = r.get<std::string>("message", "", false);
   out.time = r.get<std::string>("time", "", false);
   if (!r.error().empty()) return r.error();

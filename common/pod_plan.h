@@ -83,6 +83,7 @@ struct PodReport {
   std::int64_t last_checkpoint_step = -1;  // newest complete checkpoint (-1: none)
   std::vector<StageSeconds> stage_seconds;
   int restarts = 0;     // worker restarts under this epoch (crash recovery)
+  std::int64_t peak_bytes = 0;  // measured peak memory of the pod's busiest rank (0: not measured)
   std::string message;  // one line: why Failed/Degraded, else empty
   std::string time;     // RFC 3339, when the sidecar wrote it
 };

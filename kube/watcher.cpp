@@ -60,6 +60,7 @@ void Watcher::run(std::stop_token stop, const std::function<void(const WatcherEv
       lo.continue_token = cmd.continue_token;
       auto r = client_->list(resource_, ns_, lo);
       if (!r) {
+        if (options_.on_request_failed) options_.on_request_failed(r.error());
         back_off = apply(RequestFailed{r.error()}, on_event);
       } else {
         ListPage page;
@@ -100,6 +101,7 @@ void Watcher::run(std::stop_token stop, const std::function<void(const WatcherEv
           stop);
       if (stop.stop_requested()) break;
       if (!r) {
+        if (options_.on_request_failed) options_.on_request_failed(r.error());
         back_off = apply(RequestFailed{r.error()}, on_event) || back_off;
       } else if (!stream_broke_off) {
         back_off = apply(WatchStreamEnded{}, on_event) || back_off;

@@ -37,6 +37,9 @@ struct WatcherOptions {
   bool allow_bookmarks = true;
   BackoffPolicy backoff;
   uint64_t seed = 0;  // 0 → random
+  // Called (on the watcher's thread) with each failed list or watch request before the backoff,
+  // so a shell can say why its cache is not filling (a 403 names the missing RBAC rule).
+  std::function<void(const Error&)> on_request_failed;
 };
 
 struct WatcherStats {

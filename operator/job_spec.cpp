@@ -117,7 +117,7 @@ void read_worker(SpecReader& r, JobSpec& s) {
     r.fail("worker.data", "required for worker kind flotilla (a text file the pods can read)");
 }
 
-void read_policy(SpecReader& r, JobSpec& s) {
+void read_policy(SpecReader& r, JobSpec& s, const PolicyDefaults& d) {
   s.gpu_types = r.strings("resources.gpuTypes");
   s.min_gpus = r.int32("resources.minGPUs", 1, 1);
   s.max_gpus = r.int32("resources.maxGPUs", 0, 1);
@@ -137,9 +137,11 @@ void read_policy(SpecReader& r, JobSpec& s) {
     s.elasticity = ElasticityMode::kOff;
   else
     r.fail("elasticity.mode", "must be strict, relaxed or off, got '" + mode + "'");
-  s.benefit_threshold = r.number("elasticity.benefitThreshold", 0.6, 0, 1);
-  s.window_seconds = static_cast<double>(r.integer("elasticity.windowSeconds", 28800, 1));
-  s.min_rescale_interval_seconds = static_cast<double>(r.integer("elasticity.minRescaleIntervalSeconds", 60, 0));
+  s.benefit_threshold = r.number("elasticity.benefitThreshold", d.benefit_threshold, 0, 1);
+  s.window_seconds =
+      static_cast<double>(r.integer("elasticity.windowSeconds", static_cast<std::int64_t>(d.window_seconds), 1));
+  s.min_rescale_interval_seconds = static_cast<double>(r.integer(
+      "elasticity.minRescaleIntervalSeconds", static_cast<std::int64_t>(d.min_rescale_interval_seconds), 0));
   s.priority = r.int32("priority", 0, -1000000000);
 }
 
@@ -154,7 +156,7 @@ const char* to_string(ElasticityMode mode) {
   return "?";
 }
 
-std::variant<JobSpec, std::string> parse_job_spec(const Json& object) {
+std::variant<JobSpec, std::string> parse_job_spec(const Json& object, const PolicyDefaults& defaults) {
   if (!object.is_object()) return std::string("the TrainingJob is not a JSON object");
   const Json meta = object.value("metadata", Json::object());
   auto spec_it = object.find("spec");
@@ -183,7 +185,7 @@ std::variant<JobSpec, std::string> parse_job_spec(const Json& object) {
     else
       r.fail("checkpoint.volume", "must be a pod volume source object, e.g. {persistentVolumeClaim: {claimName: x}}");
   }
-  read_policy(r, s);
+  read_policy(r, s, defaults);
   if (!r.error().empty()) return r.error();
   return s;
 }

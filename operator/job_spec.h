@@ -64,7 +64,15 @@ struct JobSpec {
   std::string key() const { return ns + "/" + name; }
 };
 
-std::variant<JobSpec, std::string> parse_job_spec(const nlohmann::json& object);
+// The cluster-wide scaling policy (operator flags): what a job gets for an `elasticity` field it
+// leaves unset. The CRD carries no default for these, so the operator's flags decide.
+struct PolicyDefaults {
+  double benefit_threshold = 0.6;
+  double window_seconds = 28800;
+  double min_rescale_interval_seconds = 60;
+};
+
+std::variant<JobSpec, std::string> parse_job_spec(const nlohmann::json& object, const PolicyDefaults& defaults = {});
 
 const char* to_string(ElasticityMode mode);
 

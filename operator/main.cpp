@@ -5,13 +5,20 @@
 //   --health-addr HOST:PORT  /healthz and /readyz (default 127.0.0.1:8081)
 //   --leader-elect           run only while holding the Lease (--lease-name, --lease-namespace)
 //   --sidecar-command "CMD"  the worker pods' container command (default: flotilla-sidecar)
+//   --worker-service-account NAME  the worker pods' ServiceAccount (default: the namespace's default)
 //   --gpu-catalog FILE       GPU catalog override (YAML), as flotilla plan --catalog
 //   --no-benefit-check       scale up greedily (the baseline)
+//   --no-preemption          a waiting job never reclaims scaled-up GPUs (FlexTrain §5.2 off)
+// Cluster-wide defaults of a job's unset spec.elasticity fields (the scaling policy):
+//   --benefit-threshold P    P_th of the Poisson benefit check, in [0, 1] (default 0.6)
+//   --arrival-window-seconds N   window λ is measured over (default 28800)
+//   --min-rescale-interval-seconds N   anti-thrash interval (default 60)
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stop_token>
 #include <string>
@@ -22,6 +29,7 @@
 #include "kube/leader_election.h"
 #include "kube/net/http_server.h"
 #include "operator/operator.h"
+#include "planner/gpu_catalog.h"
 
 namespace {
 
@@ -33,15 +41,30 @@ struct Flags {
   bool leader_elect = false;
   std::string lease_name = "flotilla-operator", lease_namespace;
   std::string sidecar_command = "flotilla-sidecar";
+  std::string worker_service_account;
   std::string catalog;
   bool benefit_check = true;
+  bool preemption = true;
+  std::string benefit_threshold, arrival_window_seconds, min_rescale_interval_seconds;
 };
+
+// A number flag in [min, max]; false (and a usage line) when it is not one.
+bool parse_number(const std::string& text, double min, double max, double& out) {
+  try {
+    std::size_t used = 0;
+    out = std::stod(text, &used);
+    return used == text.size() && out >= min && out <= max;
+  } catch (...) {
+    return false;
+  }
+}
 
 int usage(const std::string& why) {
   std::fprintf(stderr,
                "flotilla-operator: %s\nusage: flotilla-operator [--kubeconfig FILE] [--namespace NS] "
                "[--metrics-addr HOST:PORT] [--health-addr HOST:PORT] [--leader-elect] [--lease-name N] "
-               "[--lease-namespace NS] [--sidecar-command CMD] [--gpu-catalog FILE] [--no-benefit-check]\n",
+               "[--lease-namespace NS] [--sidecar-command CMD] [--worker-service-account NAME] [--gpu-catalog FILE] [--no-benefit-check] [--no-preemption] "
+               "[--benefit-threshold P] [--arrival-window-seconds N] [--min-rescale-interval-seconds N]\n",
                why.c_str());
   return 2;
 }
@@ -93,12 +116,21 @@ int main(int argc, char** argv) {
   using namespace flotilla;
   Flags f;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    // --name value or --name=value (the form Helm charts and kubectl-style manifests use).
+    std::string a = argv[i];
+    std::optional<std::string> inline_value;
+    if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = a.substr(eq + 1);
+      a.resize(eq);
+    }
     auto value = [&](std::string& out) {
+      if (inline_value) return out = *inline_value, true;
       if (i + 1 >= argc) return false;
       out = argv[++i];
       return true;
     };
+    if (inline_value && (a == "--version" || a == "--leader-elect" || a == "--no-benefit-check" || a == "--no-preemption"))
+      return usage("flag '" + a + "' takes no value");
     if (a == "--version") {
       std::printf("flotilla-operator %s\n", FLOTILLA_VERSION);
       return 0;
@@ -106,30 +138,53 @@ int main(int argc, char** argv) {
       f.leader_elect = true;
     } else if (a == "--no-benefit-check") {
       f.benefit_check = false;
+    } else if (a == "--no-preemption") {
+      f.preemption = false;
+    } else if ((a == "--benefit-threshold" && value(f.benefit_threshold)) ||
+               (a == "--arrival-window-seconds" && value(f.arrival_window_seconds)) ||
+               (a == "--min-rescale-interval-seconds" && value(f.min_rescale_interval_seconds))) {
     } else if ((a == "--kubeconfig" && value(f.kubeconfig)) || (a == "--namespace" && value(f.ns)) ||
                (a == "--metrics-addr" && value(f.metrics_addr)) || (a == "--health-addr" && value(f.health_addr)) ||
                (a == "--lease-name" && value(f.lease_name)) || (a == "--lease-namespace" && value(f.lease_namespace)) ||
-               (a == "--sidecar-command" && value(f.sidecar_command)) || (a == "--gpu-catalog" && value(f.catalog))) {
+               (a == "--sidecar-command" && value(f.sidecar_command)) ||
+               (a == "--worker-service-account" && value(f.worker_service_account)) || (a == "--gpu-catalog" && value(f.catalog))) {
     } else {
       return usage("unknown or incomplete flag '" + a + "'");
     }
   }
-  auto config = f.kubeconfig.empty() ? kube::default_config() : kube::load_kubeconfig(f.kubeconfig);
-  if (!config) return usage("no API server configuration: " + config.error().message);
-  auto client = kube::Client::create(*config);
-  if (!client) return usage("cannot create the API client: " + client.error().message);
-
+  // Flags are checked before the API server is contacted: a bad value fails fast, naming it.
   op::OperatorOptions options;
   options.ns = f.ns;
   options.pod_template.sidecar_command = split_words(f.sidecar_command);
+  options.pod_template.service_account = f.worker_service_account;
   options.use_benefit_check = f.benefit_check;
+  options.allow_preemption = f.preemption;
+  if (!f.benefit_threshold.empty() &&
+      !parse_number(f.benefit_threshold, 0, 1, options.policy.benefit_threshold))
+    return usage("--benefit-threshold '" + f.benefit_threshold + "' is not a probability in [0, 1]");
+  if (!f.arrival_window_seconds.empty() &&
+      !parse_number(f.arrival_window_seconds, 1, 1e9, options.policy.window_seconds))
+    return usage("--arrival-window-seconds '" + f.arrival_window_seconds + "' is not a number of seconds >= 1");
+  if (!f.min_rescale_interval_seconds.empty() &&
+      !parse_number(f.min_rescale_interval_seconds, 0, 1e9, options.policy.min_rescale_interval_seconds))
+    return usage("--min-rescale-interval-seconds '" + f.min_rescale_interval_seconds +
+                 "' is not a number of seconds >= 0");
+  options.arrival_window_s = options.policy.window_seconds;
   if (!f.catalog.empty()) {
     std::ifstream in(f.catalog);
     if (!in) return usage("cannot read --gpu-catalog '" + f.catalog + "'");
     std::stringstream ss;
     ss << in.rdbuf();
     options.catalog_override_yaml = ss.str();
+    // A catalog the operator cannot read must stop it, not leave it planning on the built-in one.
+    auto checked = planner::apply_catalog_override(planner::builtin_gpu_catalog(), options.catalog_override_yaml);
+    if (!checked) return usage("--gpu-catalog '" + f.catalog + "': " + checked.error());
   }
+  auto config = f.kubeconfig.empty() ? kube::default_config() : kube::load_kubeconfig(f.kubeconfig);
+  if (!config) return usage("no API server configuration: " + config.error().message);
+  auto client = kube::Client::create(*config);
+  if (!client) return usage("cannot create the API client: " + client.error().message);
+
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
   signal(SIGPIPE, SIG_IGN);

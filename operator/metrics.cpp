@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace flotilla::op {
 namespace {
@@ -28,8 +29,12 @@ std::string label_text(const Labels& labels, const std::string& extra_key = "", 
 
 std::string number(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  // The shortest text that reads back as v: le="0.005", not le="0.0050000000000000001".
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 
@@ -40,8 +45,13 @@ const std::vector<double> kRescaleBuckets = {0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60
 
 Metrics::Metrics() {
   define("flotilla_scaling_decisions_total", "counter", "Scaling decisions taken, by direction and reason.");
-  define("flotilla_rescale_duration_seconds", "histogram", "Time of each rescale phase, from the new epoch.",
+  define("flotilla_rescale_duration_seconds", "histogram",
+         "Time of each rescale phase: drain (new epoch to barrier lifted), restart (barrier lifted to Running), "
+         "total.",
          kRescaleBuckets);
+  define("flotilla_rescaling_oldest_seconds", "gauge", "Age of the oldest rescale in progress (0: none).");
+  define("flotilla_memory_prediction_error_ratio", "gauge",
+         "Largest |predicted - measured| / measured peak memory over running pods that report a measured peak.");
   define("flotilla_preemptions_total", "counter", "GPUs reclaimed from elastic jobs for waiting jobs.");
   define("flotilla_jobs", "gauge", "TrainingJobs by phase.");
   define("flotilla_gpus", "gauge", "GPUs by type and state (allocated, free, unhealthy).");
@@ -49,6 +59,8 @@ Metrics::Metrics() {
   define("flotilla_reconcile_duration_seconds", "histogram", "Reconcile time, by kind.", kLatencyBuckets);
   define("flotilla_queue_depth", "gauge", "TrainingJobs waiting for GPUs.");
   define("flotilla_leader", "gauge", "1 while this operator leads, else 0.");
+  define("flotilla_api_errors_total", "counter",
+         "Requests the API server refused or that failed, by kind (Forbidden: a missing RBAC rule).");
   define("flotilla_benefit_checks_total", "counter", "Poisson benefit checks, by result (pass, refuse).");
   define("flotilla_predicted_tokens_per_second", "gauge", "Predicted tokens/s of the running plans, summed.");
   define("flotilla_measured_tokens_per_second", "gauge", "Measured tokens/s of the running jobs, summed.");
@@ -60,8 +72,14 @@ Metrics::Metrics() {
     for (const char* result : {"ok", "error"}) inc("flotilla_reconcile_total", {{"kind", kind}, {"result", result}}, 0);
   for (const char* p : {"Pending", "Running", "Rescaling", "Succeeded", "Failed"})
     set("flotilla_jobs", {{"phase", p}}, 0);
+  for (const char* kind : {"Forbidden", "Unauthorized", "NotFound", "Conflict", "Invalid", "Transient", "Other"})
+    inc("flotilla_api_errors_total", {{"kind", kind}}, 0);
   set("flotilla_queue_depth", {}, 0);
+  set("flotilla_rescaling_oldest_seconds", {}, 0);
   set("flotilla_leader", {}, 0);
+  for (const char* phase : {"drain", "restart", "total"})
+    precreate_histogram("flotilla_rescale_duration_seconds", {{"phase", phase}});
+  for (const char* kind : {"job", "cluster"}) precreate_histogram("flotilla_reconcile_duration_seconds", {{"kind", kind}});
   set("flotilla_predicted_tokens_per_second", {}, 0);
   set("flotilla_measured_tokens_per_second", {}, 0);
 }
@@ -82,6 +100,13 @@ void Metrics::inc(const std::string& name, const Labels& labels, double by) {
 void Metrics::set(const std::string& name, const Labels& labels, double value) {
   std::lock_guard lock(mutex_);
   families_[name].values[labels] = value;
+}
+
+void Metrics::precreate_histogram(const std::string& name, const Labels& labels) {
+  Family& f = families_[name];
+  f.bucket_counts[labels].resize(f.buckets.size(), 0);
+  f.sums[labels] += 0;
+  f.counts[labels] += 0;
 }
 
 void Metrics::observe(const std::string& name, const Labels& labels, double value) {

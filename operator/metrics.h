@@ -40,6 +40,7 @@ class Metrics {
   };
   void define(const std::string& name, const std::string& type, const std::string& help,
               std::vector<double> buckets = {});
+  void precreate_histogram(const std::string& name, const Labels& labels);  // a series at 0 (constructor)
   mutable std::mutex mutex_;
   std::map<std::string, Family> families_;
 };

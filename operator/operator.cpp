@@ -6,6 +6,8 @@
 
 #include "kube/clock.h"
 #include "operator/job_reconciler.h"
+#include "operator/memory_error.h"
+#include "operator/rescale_timing.h"
 #include "planner/network_io.h"
 #include "scaler/arrival_rate.h"
 
@@ -84,6 +86,7 @@ Operator::Operator(std::shared_ptr<kube::Client> client, OperatorOptions options
     : client_(std::move(client)),
       options_(std::move(options)),
       metrics_(metrics),
+      api_errors_(metrics),
       catalog_(planner::builtin_gpu_catalog()),
       compute_(nullptr),
       network_(planner::default_network_model()),
@@ -101,8 +104,17 @@ bool Operator::run(std::stop_token stop) {
   kube::Controller controller(
       client_, kTrainingJobs, options_.ns,
       [this](const std::string& key, const kube::ReconcileContext& ctx) { return reconcile(key, ctx); });
-  controller.owns(kube::resources::pods)
-      .watches(kube::resources::nodes, [](const Json&) { return std::vector<std::string>{}; })
+  const std::string scope = options_.ns.empty() ? " in all namespaces" : " in " + options_.ns;
+  auto reporting = [this](std::string request) {
+    kube::WatcherOptions o;
+    o.on_request_failed = [this, request](const kube::Error& e) { api_errors_.report(request, e); };
+    return o;
+  };
+  controller.with_watcher_options(reporting("list/watch trainingjobs" + scope))
+      .owns(kube::resources::pods, reporting("list/watch pods" + scope))
+      .watches(
+          kube::resources::nodes, [](const Json&) { return std::vector<std::string>{}; },
+          reporting("list/watch nodes"))
       .with_cluster_pass();
   controller_ = &controller;
   ready_ = true;
@@ -144,13 +156,14 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   scaler::AllocatorInput input;
   input.free_gpus_by_type = view.free_by_type();
   input.use_benefit_check = options_.use_benefit_check;
+  input.allow_preemption = options_.allow_preemption;
   std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
   std::map<std::string, const Json*> pods_by_key;   // "<ns>/<name>" -> pod, built once per pass
   for (const Json& p : pods)
     pods_by_key[p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", "")] = &p;
   std::lock_guard lock(mu_);
   for (const Json& job : jobs) {
-    auto parsed = parse_job_spec(job);
+    auto parsed = parse_job_spec(job, options_.policy);
     if (!std::holds_alternative<JobSpec>(parsed)) continue;
     const JobSpec spec = std::get<JobSpec>(parsed);
     const Json status = job.value("status", Json::object());
@@ -220,15 +233,24 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
 
 void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view) {
   std::map<Labels, double> phases;
-  double predicted = 0, measured = 0;
+  double predicted = 0, measured = 0, oldest_rescale_s = 0;
+  std::optional<double> memory_error;
+  const double now = now_s();
+  std::map<std::string, std::vector<PodObservation>> pods_of_job;
+  for (const Json& pod : ctx.owned[0].list())
+    if (std::string key = job_key_of_pod(pod); !key.empty()) pods_of_job[key].push_back(observe_pod(pod));
   for (const Json& job : ctx.primary.list()) {
     const Json status = job.value("status", Json::object());
+    oldest_rescale_s = std::max(oldest_rescale_s, rescaling_age_seconds(status, now));
     const std::string phase = status.value("phase", "Pending");
     phases[{{"phase", phase.empty() ? "Pending" : phase}}] += 1;
-    if (phase == "Running") {
-      predicted += status.value("/plan/predicted/tokensPerSecond"_json_pointer, 0.0);
-      measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
-    }
+    if (phase != "Running") continue;
+    predicted += status.value("/plan/predicted/tokensPerSecond"_json_pointer, 0.0);
+    measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
+    const std::string key = job["metadata"].value("namespace", "default") + "/" + job["metadata"].value("name", "");
+    if (auto plan = JobPlan::from_status(status.value("plan", Json())))
+      if (auto e = memory_prediction_error(*plan, pods_of_job[key]))
+        memory_error = std::max(memory_error.value_or(0.0), *e);
   }
   metrics_.replace_family("flotilla_jobs", phases);
   std::map<Labels, double> gpus;
@@ -244,6 +266,11 @@ void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterVi
   metrics_.replace_family("flotilla_gpus", gpus);
   metrics_.set("flotilla_predicted_tokens_per_second", {}, predicted);
   metrics_.set("flotilla_measured_tokens_per_second", {}, measured);
+  metrics_.set("flotilla_rescaling_oldest_seconds", {}, oldest_rescale_s);
+  // No series until a worker has measured: a 0 would claim a perfect prediction.
+  std::map<Labels, double> memory;
+  if (memory_error) memory[{}] = *memory_error;
+  metrics_.replace_family("flotilla_memory_prediction_error_ratio", memory);
 }
 
 kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const kube::ReconcileContext& ctx) {
@@ -252,10 +279,12 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     std::lock_guard lock(mu_);
     decisions_.erase(key);
     tables_.erase(key);
+    barrier_lifted_at_s_.erase(key);
+    api_errors_.recovered("update trainingjobs/status of " + key);
     return kube::Action::await_change();  // its pods go with it (ownerReferences)
   }
   JobObservation obs;
-  auto parsed = parse_job_spec(*job);
+  auto parsed = parse_job_spec(*job, options_.policy);
   Json status = job->value("status", Json::object());
   if (auto* error = std::get_if<std::string>(&parsed)) {
     Json next = status;
@@ -267,7 +296,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
       Json updated = *job;
       updated["status"] = next;
       auto r = client_->update_status(kTrainingJobs, (*job)["metadata"].value("namespace", ""), updated);
-      if (!r) return r.error();
+      if (!r) return report_status_write(key, r.error());
     }
     return kube::Action::await_change();
   }
@@ -293,7 +322,9 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     Json updated = *job;
     updated["status"] = *actions.status;
     auto r = client_->update_status(kTrainingJobs, obs.spec.ns, updated);
-    if (!r) return r.error();  // Conflict: retried with backoff on fresh caches
+    if (!r) return report_status_write(key, r.error());  // Conflict: retried with backoff on fresh caches
+    api_errors_.recovered("update trainingjobs/status of " + key);
+    observe_rescale(key, status, *actions.status);
   }
   apply(obs.spec, *job, actions);
   const std::string phase = actions.status ? actions.status->value("phase", "") : status.value("phase", "");
@@ -301,22 +332,49 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   return kube::Action::requeue_after(std::chrono::seconds(5));
 }
 
+void Operator::observe_rescale(const std::string& key, const Json& before, const Json& after) {
+  std::lock_guard lock(mu_);
+  const double now = now_s();
+  auto lifted = barrier_lifted_at_s_.find(key);
+  const RescaleTiming t =
+      time_rescale(before, after, now, lifted == barrier_lifted_at_s_.end() ? 0 : lifted->second);
+  if (t.barrier_lifted) barrier_lifted_at_s_[key] = now;
+  for (const auto& [phase, seconds] : t.observations)
+    metrics_.observe("flotilla_rescale_duration_seconds", {{"phase", phase}}, seconds);
+  if (after.value("phase", "") != "Rescaling") barrier_lifted_at_s_.erase(key);
+}
+
+kube::Error Operator::report_status_write(const std::string& key, const kube::Error& error) {
+  if (!error.is(kube::ErrorKind::Conflict))  // a Conflict is optimistic concurrency at work
+    api_errors_.report("update trainingjobs/status of " + key, error);
+  return error;
+}
+
 void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& actions) {
+  const std::string in = " in " + spec.ns;
   for (const std::string& name : actions.remove) {
     auto r = client_->remove(kube::resources::pods, spec.ns, name);
-    (void)r;  // NotFound: already gone
+    if (!r && !r.is(kube::ErrorKind::NotFound)) api_errors_.report("delete pods" + in, r.error());  // NotFound: gone
   }
   for (const PodCreate& c : actions.create) {
     auto r = client_->create(kube::resources::pods, spec.ns, pod_manifest(spec, c.pod, c.plan, options_.pod_template));
-    if (!r && !r.is(kube::ErrorKind::AlreadyExists))
-      events_.record(job, "Warning", "PodCreateFailed", c.pod.name + ": " + r.error().message);
+    if (!r && !r.is(kube::ErrorKind::AlreadyExists)) {
+      api_errors_.report("create pods" + in, r.error());
+      record_event(job, "Warning", "PodCreateFailed", c.pod.name + ": " + r.error().message);
+    }
   }
   for (const auto& [name, plan] : actions.annotate) {
     Json patch = {{"metadata", {{"annotations", {{kPlanAnnotation, encode_pod_plan(plan)}}}}}};
     auto r = client_->patch(kube::resources::pods, spec.ns, name, kube::PatchType::Merge, patch);
-    (void)r;
+    if (!r && !r.is(kube::ErrorKind::NotFound)) api_errors_.report("patch pods" + in, r.error());
   }
-  for (const JobEvent& e : actions.events) events_.record(job, e.type, e.reason, e.message);
+  for (const JobEvent& e : actions.events) record_event(job, e.type, e.reason, e.message);
+}
+
+void Operator::record_event(const Json& job, const std::string& type, const std::string& reason,
+                            const std::string& message) {
+  auto r = events_.record(job, type, reason, message);
+  if (!r) api_errors_.report("create/patch events in " + job["metadata"].value("namespace", ""), r.error());
 }
 
 }  // namespace flotilla::op

@@ -11,6 +11,9 @@
 //     operator therefore resumes from status.plan (epoch and barrier) and never launches the
 //     same epoch twice; pod creates of a name that exists are not an error.
 //   - Metrics (metrics.h) count every decision, reconcile and preemption.
+//   - Every request the API server refuses (a watch, a status write, a pod or event write) is
+//     logged once per distinct error, naming the request (api_errors.h): a 403 says which RBAC
+//     permission is missing.
 // Assumes: pods are created only by this operator (label flotilla.io/job).
 // Caveats: one worker thread for job reconciles plus the cluster pass, which is enough at the
 //   scale bench/operator_scale measures.
@@ -26,7 +29,9 @@
 #include "kube/client.h"
 #include "kube/controller.h"
 #include "kube/event_recorder.h"
+#include "operator/api_errors.h"
 #include "operator/cluster_view.h"
+#include "operator/job_spec.h"
 #include "operator/job_table.h"
 #include "operator/metrics.h"
 #include "operator/pod_manifest.h"
@@ -41,7 +46,9 @@ struct OperatorOptions {
   std::string ns;  // "" = all namespaces
   PodTemplate pod_template;
   bool use_benefit_check = true;
-  double arrival_window_s = 8 * 3600.0;
+  bool allow_preemption = true;  // FlexTrain §5.2 reclaiming for the head of the queue
+  PolicyDefaults policy;         // cluster-wide defaults of a job's elasticity fields
+  double arrival_window_s = 8 * 3600.0;  // λ's window (the policy's window_seconds)
   double restart_overhead_s = 30;  // until measured
   std::string catalog_override_yaml;
 };
@@ -62,10 +69,17 @@ class Operator {
   const JobTable& table_for(const JobSpec& spec, const ClusterView& view);
   void apply(const JobSpec& spec, const nlohmann::json& job, const struct JobActions& actions);
   void record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view);
+  // Logs a refused status write (not a Conflict) and returns the error for the controller's retry.
+  kube::Error report_status_write(const std::string& key, const kube::Error& error);
+  void record_event(const nlohmann::json& job, const std::string& type, const std::string& reason,
+                    const std::string& message);
+  // Observes the rescale phases a status write completed (rescale_timing.h).
+  void observe_rescale(const std::string& key, const nlohmann::json& before, const nlohmann::json& after);
 
   std::shared_ptr<kube::Client> client_;
   OperatorOptions options_;
   Metrics& metrics_;
+  ApiErrorReporter api_errors_;
   planner::GpuCatalog catalog_;
   planner::ComputeModel compute_;
   planner::NetworkModel network_;
@@ -77,6 +91,7 @@ class Operator {
   // key -> (decision, the status.plan.epoch it was made on)
   std::map<std::string, std::pair<scaler::AllocatorDecision, std::int64_t>> decisions_;
   std::map<std::string, std::pair<std::string, JobTable>> tables_;  // key -> (signature, table)
+  std::map<std::string, double> barrier_lifted_at_s_;              // key -> when its barrier lifted
 };
 
 }  // namespace flotilla::op

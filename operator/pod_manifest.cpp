@@ -19,6 +19,7 @@ nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPl
                     {"terminationGracePeriodSeconds", tmpl.termination_grace_seconds},
                     {"securityContext", {{"fsGroup", kWorkerImageGroup}, {"fsGroupChangePolicy", "OnRootMismatch"}}},
                     {"containers", Json::array()}};
+  if (!tmpl.service_account.empty()) spec_json["serviceAccountName"] = tmpl.service_account;
   // Without a volume, checkpoint.path must be a path every node shares (devcluster: one machine).
   if (spec.checkpoint_volume.is_object()) {
     Json volume = spec.checkpoint_volume;

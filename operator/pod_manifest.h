@@ -28,6 +28,10 @@ struct PodTemplate {
   // --kubeconfig; in an image: flotilla-sidecar on PATH, in-cluster config).
   std::vector<std::string> sidecar_command = {"flotilla-sidecar"};
   int termination_grace_seconds = 30;
+  // The pods' ServiceAccount ("" = the namespace's default): the sidecar watches, reads and
+  // patches pods of its job, so on a cluster with RBAC it needs one bound to those verbs
+  // (the Helm chart's workerRbac).
+  std::string service_account;
 };
 
 nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPlan& plan, const PodTemplate& tmpl);

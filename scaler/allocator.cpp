@@ -148,7 +148,7 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
         decision(*j, AllocAction::kWait, 0, "WaitingForGpus",
                  "needs " + std::to_string(j->initial_gpus) + " GPUs, " + std::to_string(free) + " free of its types");
     wait.queue_position = waiting;
-    if (waiting == 1) {  // only the head of the queue may reclaim
+    if (waiting == 1 && input.allow_preemption) {  // only the head of the queue may reclaim
       std::map<int, std::size_t> index_of_view;
       const auto views = victims_for(*j, input.jobs, decided, index_of_view);
       const PreemptionPlan plan = plan_preemption(j->initial_gpus, free, views);

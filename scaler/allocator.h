@@ -56,6 +56,7 @@ struct AllocatorInput {
   std::map<std::string, int> free_gpus_by_type;  // GPUs nobody holds, on healthy nodes
   double arrival_rate_per_s = 0;                 // λ over the benefit-check window
   bool use_benefit_check = true;                 // false: greedy (the baseline)
+  bool allow_preemption = true;                  // false: a waiting job never reclaims GPUs (§5.2 off)
 };
 
 enum class AllocAction { kWait, kAdmit, kKeep, kGrow, kShrink, kRequeue };

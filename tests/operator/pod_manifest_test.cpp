@@ -25,3 +25,14 @@ TEST(PodManifest, CheckpointVolumeIsWritableByTheWorkerImageUser) {
   EXPECT_EQ(container.at("command"), nlohmann::json::array({"flotilla-sidecar"}));
   EXPECT_EQ(container.at("volumeMounts").at(0).at("mountPath"), "/ckpt");
 }
+
+TEST(PodManifest, RunsUnderTheConfiguredServiceAccount) {
+  const fo::JobSpec spec = spec_of(job_object());
+  fo::PlanPod pod{"demo-0", "node-a", "A100-80", 2, {0, 1}};
+  fo::PodTemplate tmpl;
+  nlohmann::json m = fo::pod_manifest(spec, pod, flotilla::PodPlan{}, tmpl);
+  EXPECT_FALSE(m["spec"].contains("serviceAccountName")) << "unset: the namespace's default account";
+  tmpl.service_account = "flotilla-worker";
+  m = fo::pod_manifest(spec, pod, flotilla::PodPlan{}, tmpl);
+  EXPECT_EQ(m["spec"]["serviceAccountName"], "flotilla-worker");
+}

@@ -110,6 +110,18 @@ TEST(Allocator, AWaitingJobReclaimsScaledUpGpusFromNoHigherPriority) {
   EXPECT_EQ(of(ds, "w").reason_code, "WaitingForGpus");
 }
 
+TEST(Allocator, PreemptionOffLeavesScaledUpJobsAlone) {
+  const auto t = table();
+  fs::AllocatorInput in;
+  in.free_gpus_by_type = {{"A100-80", 0}};
+  in.jobs = {job("r", true, 8, &t, 0, 1), job("w", false, 4, &t, 1, 2)};
+  in.allow_preemption = false;
+  const auto ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kKeep);
+  EXPECT_EQ(of(ds, "w").action, fs::AllocAction::kWait);
+  EXPECT_EQ(of(ds, "w").reason_code, "WaitingForGpus");
+}
+
 TEST(Allocator, LostGpusShrinkToTheBestEntryLeftOrRequeue) {
   const auto t = table();
   fs::AllocatorInput in;
