@@ -1,5 +1,7 @@
 #include "operator/operator.h"
 
+#include "operator/measured_profile.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -139,13 +141,60 @@ kube::Result<kube::Action> Operator::reconcile(const std::string& key, const kub
   return result;
 }
 
+const planner::EvalContext& Operator::eval_for(const std::string& key) const {
+  auto m = measured_.find(key);
+  return m != measured_.end() && m->second.compute ? m->second.eval : eval_;
+}
+
 const JobTable& Operator::table_for(const JobSpec& spec, const ClusterView& view) {
   const planner::ClusterSpec capacity = capacity_of(view);
-  const std::string sig = capacity_signature(capacity, spec);
+  std::string sig = capacity_signature(capacity, spec);
+  if (auto m = measured_.find(spec.key()); m != measured_.end()) sig += "|measured:" + m->second.signature;
   auto it = tables_.find(spec.key());
   if (it == tables_.end() || it->second.first != sig)
-    it = tables_.insert_or_assign(spec.key(), std::make_pair(sig, build_job_table(spec, capacity, eval_))).first;
+    it = tables_
+             .insert_or_assign(spec.key(), std::make_pair(sig, build_job_table(spec, capacity, eval_for(spec.key()))))
+             .first;
   return it->second.second;
+}
+
+void Operator::update_measured_profile(const Json& job, const JobObservation& obs) {
+  // Steps of an epoch before this many past its first report are warm-up (thread start, first
+  // allocations, a restored checkpoint being read) and are not folded.
+  constexpr std::int64_t kWarmupSteps = 3;
+  if (obs.status.value("phase", "") != "Running") return;
+  const auto plan = JobPlan::from_status(obs.status.value("plan", Json()));
+  const auto model = planner_model(obs.spec);
+  if (!plan || !model) return;
+  std::vector<PodReport> reports;
+  std::int64_t lowest = -1, highest = -1;
+  for (const PodObservation& p : obs.pods) {
+    if (!p.report || p.report->epoch != plan->epoch) continue;
+    reports.push_back(*p.report);
+    lowest = lowest < 0 ? p.report->step : std::min(lowest, p.report->step);
+    highest = std::max(highest, p.report->step);
+  }
+  if (reports.empty()) return;
+  std::optional<MeasuredProfile> folded;
+  {
+    std::lock_guard lock(mu_);
+    MeasuredCompute& m = measured_[obs.spec.key()];
+    if (m.epoch != plan->epoch) {
+      m.epoch = plan->epoch;
+      m.first_step = lowest;
+    }
+    if (highest < m.first_step + kWarmupSteps) return;
+    folded = measure_profile(*model, *plan, reports, compute_, catalog_);
+    if (!folded || folded->signature == m.signature) return;
+    m.signature = folded->signature;
+    m.profiles = std::make_unique<planner::ProfileSet>();
+    for (planner::GpuProfile& p : folded->profiles) m.profiles->add(std::move(p));
+    m.compute = std::make_unique<planner::ComputeModel>(m.profiles.get());
+    m.eval = eval_;
+    m.eval.compute = m.compute.get();
+  }
+  record_event(job, "Normal", "Profiled", folded->summary + "; the job's next plans are timed with it");
+  if (controller_ != nullptr) controller_->queue().add(kube::cluster_pass_key());  // its table changes
 }
 
 void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
@@ -279,6 +328,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     std::lock_guard lock(mu_);
     decisions_.erase(key);
     tables_.erase(key);
+    measured_.erase(key);
     barrier_lifted_at_s_.erase(key);
     api_errors_.recovered("update trainingjobs/status of " + key);
     return kube::Action::await_change();  // its pods go with it (ownerReferences)
@@ -317,7 +367,8 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     else if (controller_ != nullptr)
       controller_->queue().add(kube::cluster_pass_key());
   }
-  const JobActions actions = reconcile_job(obs, eval_);
+  update_measured_profile(*job, obs);
+  const JobActions actions = reconcile_job(obs, eval_for(key));
   if (actions.status) {
     Json updated = *job;
     updated["status"] = *actions.status;

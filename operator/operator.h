@@ -31,6 +31,7 @@
 #include "kube/event_recorder.h"
 #include "operator/api_errors.h"
 #include "operator/cluster_view.h"
+#include "operator/job_reconciler.h"
 #include "operator/job_spec.h"
 #include "operator/job_table.h"
 #include "operator/metrics.h"
@@ -67,6 +68,12 @@ class Operator {
   void cluster_pass(const kube::ReconcileContext& ctx);
   kube::Result<kube::Action> reconcile_one(const std::string& key, const kube::ReconcileContext& ctx);
   const JobTable& table_for(const JobSpec& spec, const ClusterView& view);
+  // Online profiling: fold the reports of the running epoch into the job's own compute model
+  // once they are steady; the job's later tables and plans are timed by it (measured_profile.h).
+  void update_measured_profile(const nlohmann::json& job, const JobObservation& obs);
+  // Assumes one controller worker (run() sets none): the reference stays valid for the
+  // reconcile that asked for it.
+  const planner::EvalContext& eval_for(const std::string& key) const;
   void apply(const JobSpec& spec, const nlohmann::json& job, const struct JobActions& actions);
   void record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view);
   // Logs a refused status write (not a Conflict) and returns the error for the controller's retry.
@@ -91,6 +98,15 @@ class Operator {
   // key -> (decision, the status.plan.epoch it was made on)
   std::map<std::string, std::pair<scaler::AllocatorDecision, std::int64_t>> decisions_;
   std::map<std::string, std::pair<std::string, JobTable>> tables_;  // key -> (signature, table)
+  struct MeasuredCompute {
+    std::int64_t epoch = 0;        // the plan epoch being measured
+    std::int64_t first_step = -1;  // the lowest step reported under it (warm-up counts from it)
+    std::string signature;         // of the folded profile; "" while none
+    std::unique_ptr<planner::ProfileSet> profiles;
+    std::unique_ptr<planner::ComputeModel> compute;
+    planner::EvalContext eval;
+  };
+  std::map<std::string, MeasuredCompute> measured_;  // key -> the job's measured compute model
   std::map<std::string, double> barrier_lifted_at_s_;              // key -> when its barrier lifted
 };
 

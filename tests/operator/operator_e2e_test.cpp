@@ -34,6 +34,8 @@ TEST_F(LocalCluster, ScalesUpThroughTheBenefitCheckThenShrinksOnNodeLossAndStays
   EXPECT_FALSE(field(".status.lastDecision.probability").empty());
   EXPECT_FALSE(field(".status.lastDecision.arrivalRatePerSecond").empty());
   ASSERT_TRUE(wait_for([&] { return std::atoi(field(".status.progress.step").c_str()) >= 80; }, 60s));
+  // Online profiling: the sidecars' measured stage seconds were folded into the job's model.
+  EXPECT_NE(events().find("Profiled"), std::string::npos) << events();
   // Node n1 fails mid-training: PP-first shrink onto n0.
   auto r = run_command(bin("devcluster/flotilla-devcluster") + " admin fail-node n1 --kubeconfig " +
                        (dir_ / "state/kubeconfig").string());
