@@ -287,6 +287,11 @@ TEST_F(DevclusterRbac, AccessReviewsImpersonationAndRevocation) {
   auto list = dc.kubectl("auth can-i --list -n team --as=system:serviceaccount:team:bot");
   EXPECT_NE(list.output.find("leases.coordination.k8s.io"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find("[leader]"), std::string::npos) << list.output;
+  // kubectl auth whoami shows who a token is.
+  auto whoami = run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " + dc.kubeconfig().string() +
+                            " --token=" + token_ + " auth whoami");
+  EXPECT_NE(whoami.output.find("system:serviceaccount:team:bot"), std::string::npos) << whoami.output;
+  EXPECT_NE(whoami.output.find("system:serviceaccounts:team"), std::string::npos) << whoami.output;
   // The admin may do everything.
   EXPECT_EQ(dc.kubectl("auth can-i '*' '*' --all-namespaces").output.substr(0, 3), "yes");
 
