@@ -336,3 +336,18 @@ TEST_F(DevclusterWorkloads, FailingLivenessProbeRestartsTheContainer) {
       << dc.log();
   EXPECT_NE(dc.log().find("failed its liveness probe"), std::string::npos);
 }
+
+TEST_F(DevclusterWorkloads, KubectlCreateDeploymentSendsProtobufAndRuns) {
+  auto created = dc.kubectl("create deployment made --image=example.invalid/x --replicas=2 --port=8080 -- sleep 1000");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  Json d = get("/apis/apps/v1/namespaces/default/deployments/made");
+  EXPECT_EQ(d["spec"]["replicas"], 2);
+  EXPECT_EQ(d["spec"]["selector"]["matchLabels"]["app"], "made");
+  const Json& c = d["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["command"], Json({"sleep", "1000"}));
+  EXPECT_EQ(c["image"], "example.invalid/x");
+  EXPECT_EQ(c["ports"][0]["containerPort"], 8080);
+  EXPECT_EQ(d["spec"]["template"]["spec"]["restartPolicy"], "Always");  // defaulted, not "" from the wire
+  auto rollout = dc.kubectl("rollout status deployment/made --timeout=20s");
+  EXPECT_EQ(rollout.exit_code, 0) << rollout.output;
+}
