@@ -266,6 +266,13 @@ spec:
   Json pdb = get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb");
   EXPECT_EQ(pdb["spec"]["minAvailable"], 1);
   EXPECT_EQ(pdb["spec"]["selector"]["matchLabels"]["app"], "web");
+  // Its status follows the pods it selects (as the disruption controller computes it).
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web", 3, sleeper("p"))).first, 201);
+  ASSERT_TRUE(eventually([&] {
+    Json s = get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb").value("status", Json::object());
+    return s.value("expectedPods", 0) == 3 && s.value("currentHealthy", 0) == 3 && s.value("desiredHealthy", 0) == 1 &&
+           s.value("disruptionsAllowed", 0) == 2;
+  }, 15s)) << get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb").dump();
   auto table = dc.kubectl("get pdb web-pdb");
   EXPECT_NE(table.output.find("MIN AVAILABLE"), std::string::npos) << table.output;
   // A wrong type is a 400 from the typed decode, as kube-apiserver answers.
