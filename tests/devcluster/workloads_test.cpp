@@ -342,6 +342,14 @@ TEST_F(DevclusterWorkloads, FailingLivenessProbeRestartsTheContainer) {
       15s))
       << dc.log();
   EXPECT_NE(dc.log().find("failed its liveness probe"), std::string::npos);
+
+  // Probes are stored unchecked, as kube-apiserver's opaque fields here: a malformed one is
+  // reported and ignored, never a crash of the kubelet.
+  Json odd = sleeper("odd");
+  odd["readinessProbe"] = {{"httpGet", {{"path", 5}, {"port", "nope"}}}};
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("odd", 1, odd)).first, 201);
+  ASSERT_TRUE(eventually([&] { return ready_count("odd") == 1; })) << dc.log();
+  EXPECT_NE(dc.log().find("the readiness probe uses a malformed probe"), std::string::npos) << dc.log();
 }
 
 TEST_F(DevclusterWorkloads, KubectlCreateDeploymentSendsProtobufAndRuns) {
