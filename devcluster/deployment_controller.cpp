@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "devcluster/pdb_status.h"
+
 namespace flotilla::devcluster {
 namespace {
 
@@ -101,6 +103,7 @@ DeploymentController::DeploymentController(Api& api, std::chrono::milliseconds t
     : api_(api), tick_(tick), builtin_registry_(api.registry()) {
   deployments_ = builtin_registry_->find("apps", "v1", "deployments");
   replicasets_ = builtin_registry_->find("apps", "v1", "replicasets");
+  budgets_ = builtin_registry_->find("policy", "v1", "poddisruptionbudgets");
   pods_ = builtin_registry_->find("", "v1", "pods");
 }
 
@@ -152,7 +155,14 @@ void DeploymentController::loop() {
         for (const auto& [key, obj] : api_.store().list_locked("apps/deployments", ""))
           dirty.emplace((*obj)["metadata"].value("namespace", ""), (*obj)["metadata"].value("name", ""));
     }
-    if (full) last_full = Clock::now();
+    if (full) {
+      last_full = Clock::now();
+      try {
+        update_disruption_budgets();
+      } catch (const std::exception& e) {
+        std::cerr << std::string("flotilla-devcluster: pod disruption budgets: ") + e.what() + "; retrying later\n" << std::flush;
+      }
+    }
     for (const auto& [ns, name] : dirty) {
       try {
         sync(ns, name);
@@ -160,6 +170,29 @@ void DeploymentController::loop() {
         std::cerr << "flotilla-devcluster: deployment " + ns + "/" + name + ": " + e.what() + "; retrying later\n" << std::flush;
       }
     }
+  }
+}
+
+void DeploymentController::update_disruption_budgets() {
+  std::vector<Json> budgets;
+  std::map<std::string, std::vector<Json>> pods_by_ns;
+  {
+    auto lock = api_.store().lock();
+    for (const auto& [key, obj] : api_.store().list_locked("policy/poddisruptionbudgets", "")) budgets.push_back(*obj);
+    if (budgets.empty()) return;
+    for (const auto& [key, obj] : api_.store().list_locked("/pods", ""))
+      pods_by_ns[(*obj)["metadata"].value("namespace", "")].push_back(*obj);
+  }
+  const std::string now = now_rfc3339();
+  for (const auto& pdb : budgets) {
+    const std::string ns = pdb["metadata"].value("namespace", ""), name = pdb["metadata"].value("name", "");
+    Json status = pdb_status(pdb, pods_by_ns[ns], now);
+    if (pdb.value("status", Json()) == status) continue;
+    api_.mutate(*budgets_, ns, name, [&](Json& p) {
+      if (p["metadata"].value("uid", "") != pdb["metadata"].value("uid", "")) return false;
+      p["status"] = status;
+      return true;
+    });
   }
 }
 

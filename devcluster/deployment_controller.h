@@ -48,12 +48,16 @@ class DeploymentController {
  private:
   void loop();
   void sync(const std::string& ns, const std::string& name);
+  // Once a second, with the full pass: PodDisruptionBudget status (pdb_status.h), the
+  // disruption controller's one job here, on this thread since it reads the same pods.
+  void update_disruption_budgets();
 
   Api& api_;
   std::chrono::milliseconds tick_;
   std::shared_ptr<const Registry> builtin_registry_;
   const ResourceType* deployments_ = nullptr;
   const ResourceType* replicasets_ = nullptr;
+  const ResourceType* budgets_ = nullptr;
   const ResourceType* pods_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

@@ -69,7 +69,7 @@ Json resource_list(const Registry& reg, const std::string& group, const std::str
   for (const auto& t : reg.types()) {
     if (t.group != group || t.version != version) continue;
     Json verbs = t.create_only ? Json::array({"create"})
-                               : Json::array({"create", "delete", "get", "list", "patch", "update", "watch"});
+                               : Json::array({"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"});
     Json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced}, {"kind", t.kind},
               {"verbs", verbs}, {"storageVersionHash", ""}};
     if (!t.short_names.empty()) r["shortNames"] = t.short_names;
@@ -674,6 +674,10 @@ bool has_group(const UserInfo& user, const std::string& group) {
 }  // namespace
 
 void HttpApi::answer_review(const ResourceType& type, const HttpRequest& req, ResponseWriter& w, const UserInfo& user) {
+  if (type.kind == "SelfSubjectReview")  // the question is always "who am I"
+    return send_json(w, 201, {{"kind", type.kind}, {"apiVersion", type.api_version()},
+                              {"metadata", {{"creationTimestamp", nullptr}}},
+                              {"status", {{"userInfo", {{"username", user.name}, {"groups", user.groups}}}}}});
   // kubectl sends reviews as protobuf (protobuf_decode.h reads their specs), others JSON.
   Json body = Json::object();
   if (req.headers.get("Content-Type").find("protobuf") != std::string::npos) {
@@ -984,7 +988,62 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
     }
   };
 
+  // DeleteOptions from the body (JSON, or protobuf as typed clients send: defaults) and the query.
+  auto parse_delete_options = [&](DeleteOptions* dopts) -> bool {
+    Json body = Json::object();
+    if (!req.body.empty() && !parse_body(&body)) return false;
+    if (!body.is_object()) {
+      send_error(w, bad_request("the body of a delete must be a DeleteOptions object"));
+      return false;
+    }
+    std::vector<std::string> unknown;  // ignored, as kube-apiserver does for DeleteOptions
+    if (auto e = decode_builtin("DeleteOptions", "meta.k8s.io/v1", body, &unknown)) {
+      send_error(w, *e);
+      return false;
+    }
+    if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
+      dopts->grace_seconds = body["gracePeriodSeconds"].get<long long>();
+    std::string grace_q = req.query_param("gracePeriodSeconds");
+    if (!grace_q.empty()) {
+      try {
+        dopts->grace_seconds = std::stoll(grace_q);
+      } catch (...) {
+        send_error(w, bad_request("gracePeriodSeconds must be an integer"));
+        return false;
+      }
+    }
+    dopts->propagation = body.value("propagationPolicy", req.query_param("propagationPolicy"));
+    if (body.contains("preconditions")) {
+      dopts->precondition_uid = body["preconditions"].value("uid", "");
+      dopts->precondition_rv = body["preconditions"].value("resourceVersion", "");
+    }
+    dopts->dry_run = wopts.dry_run || (body.contains("dryRun") && !body["dryRun"].empty());
+    return true;
+  };
+
   if (name.empty()) {
+    if (req.method == "DELETE") {
+      // deletecollection: every object the selectors pick, each deleted as a DELETE would.
+      DeleteOptions dopts;
+      LabelSelector labels;
+      FieldSelector fields;
+      if (!parse_selectors(*type, req, &labels, &fields, w) || !parse_delete_options(&dopts)) return;
+      std::vector<std::string> names;
+      {
+        auto lock = api_.store().lock();
+        for (const auto& [key, obj] : api_.store().list_locked(type->storage_key(), type->namespaced ? ns : ""))
+          if (labels.matches((*obj)["metadata"].value("labels", Json::object())) && (fields.empty() || fields.matches(*obj)))
+            names.push_back((*obj)["metadata"].value("name", ""));
+      }
+      Json items = Json::array();
+      for (const auto& n : names) {
+        Outcome o = api_.remove(*type, ns, n, dopts);
+        if (o.ok()) items.push_back(as_version(o.object, *type));
+        else if (o.error->code != 404) return send_error(w, *o.error);
+      }
+      return send_json(w, 200, {{"kind", type->kind + "List"}, {"apiVersion", type->api_version()},
+                                {"metadata", Json::object()}, {"items", items}});
+    }
     if (req.method == "GET") {
       std::string watch_param = req.query_param("watch");
       if (watch_param == "true" || watch_param == "1") return watch(*type, ns, req, w);
@@ -1046,27 +1105,7 @@ void HttpApi::handle_inner(const HttpRequest& req, ResponseWriter& w) {
   }
   if (req.method == "DELETE") {
     DeleteOptions dopts;
-    Json body = Json::object();
-    if (!req.body.empty() && !parse_body(&body)) return;
-    if (!body.is_object()) return send_error(w, bad_request("the body of a delete must be a DeleteOptions object"));
-    std::vector<std::string> unknown;  // ignored, as kube-apiserver does for DeleteOptions
-    if (auto e = decode_builtin("DeleteOptions", "meta.k8s.io/v1", body, &unknown)) return send_error(w, *e);
-    if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
-      dopts.grace_seconds = body["gracePeriodSeconds"].get<long long>();
-    std::string grace_q = req.query_param("gracePeriodSeconds");
-    if (!grace_q.empty()) {
-      try {
-        dopts.grace_seconds = std::stoll(grace_q);
-      } catch (...) {
-        return send_error(w, bad_request("gracePeriodSeconds must be an integer"));
-      }
-    }
-    dopts.propagation = body.value("propagationPolicy", req.query_param("propagationPolicy"));
-    if (body.contains("preconditions")) {
-      dopts.precondition_uid = body["preconditions"].value("uid", "");
-      dopts.precondition_rv = body["preconditions"].value("resourceVersion", "");
-    }
-    dopts.dry_run = wopts.dry_run || (body.contains("dryRun") && !body["dryRun"].empty());
+    if (!parse_delete_options(&dopts)) return;
     Outcome o = api_.remove(*type, ns, name, dopts);
     if (o.ok()) o.object = as_version(o.object, *type);
     return respond_outcome(w, o, type->api_version());

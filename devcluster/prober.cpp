@@ -42,9 +42,23 @@ bool tcp_connects(const std::string& host, int port, int timeout_seconds) {
   return ok;
 }
 
+std::optional<ProbeSpec> parse_probe_or_throw(const Json& container, const std::string& field, std::string* unsupported);
+
 }  // namespace
 
 std::optional<ProbeSpec> parse_probe(const Json& container, const std::string& field, std::string* unsupported) {
+  // Probes are stored unchecked (builtin_schema.h keeps them as `any`): a field of the wrong
+  // type is reported, never thrown into the kubelet's loop.
+  try {
+    return parse_probe_or_throw(container, field, unsupported);
+  } catch (const std::exception& e) {
+    *unsupported = std::string("a malformed probe (") + e.what() + ")";
+    return std::nullopt;
+  }
+}
+
+namespace {
+std::optional<ProbeSpec> parse_probe_or_throw(const Json& container, const std::string& field, std::string* unsupported) {
   const Json probe = container.value(field, Json());
   if (!probe.is_object()) return std::nullopt;
   ProbeSpec p;
@@ -84,6 +98,7 @@ std::optional<ProbeSpec> parse_probe(const Json& container, const std::string& f
   p.failure_threshold = std::max(1, probe.value("failureThreshold", 3));
   return p;
 }
+}  // namespace
 
 bool run_probe(const ProbeSpec& probe) {
   if (!probe.http) return tcp_connects(probe.host, probe.port, probe.timeout_seconds);

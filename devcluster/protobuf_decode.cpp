@@ -159,6 +159,105 @@ Json rbac_reference(const std::string& bytes, bool subject) {
   return o;
 }
 
+// apps/v1 Deployment, as `kubectl create deployment` sends it: the fields that command sets are
+// decoded; any other field makes *unknown true (the caller refuses the body rather than drop it).
+// gogo-protobuf writes every non-pointer field, zero or not: a zero value is "not set".
+bool is_zero(const Field& f) { return (f.wire == 0 && f.varint == 0) || (f.wire == 2 && f.bytes.empty()); }
+
+void strings_map_entry_into(Json& into, const std::string& bytes) {
+  auto kv = map_entry(bytes);
+  into[kv.first] = kv.second;
+}
+
+Json label_selector(const std::string& bytes, std::string* unknown) {
+  Json o = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.number == 1) strings_map_entry_into(o["matchLabels"], f.bytes);
+    else if (!is_zero(f)) *unknown = "LabelSelector field " + std::to_string(f.number);
+  });
+  return o;
+}
+
+Json container(const std::string& bytes, std::string* unknown) {
+  Json c = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    switch (f.number) {
+      case 1: if (!f.bytes.empty()) c["name"] = f.bytes; break;
+      case 2: if (!f.bytes.empty()) c["image"] = f.bytes; break;
+      case 3: c["command"].push_back(f.bytes); break;
+      case 4: c["args"].push_back(f.bytes); break;
+      case 6: {  // ContainerPort: name=1 hostPort=2 containerPort=3 protocol=4
+        Json port = Json::object();
+        for_each_field(f.bytes, [&](const Field& p) {
+          if (is_zero(p)) return;
+          if (p.number == 1) port["name"] = p.bytes;
+          else if (p.number == 3) port["containerPort"] = static_cast<int>(p.varint);
+          else if (p.number == 4) port["protocol"] = p.bytes;
+          else *unknown = "ContainerPort field " + std::to_string(p.number);
+        });
+        c["ports"].push_back(port);
+        break;
+      }
+      case 8:  // ResourceRequirements: kubectl sends it empty
+        if (!is_zero(f)) *unknown = "Container.resources";
+        c["resources"] = Json::object();
+        break;
+      case 13: if (!f.bytes.empty()) c["terminationMessagePath"] = f.bytes; break;
+      case 14: if (!f.bytes.empty()) c["imagePullPolicy"] = f.bytes; break;
+      case 20: if (!f.bytes.empty()) c["terminationMessagePolicy"] = f.bytes; break;
+      default: if (!is_zero(f)) *unknown = "Container field " + std::to_string(f.number);
+    }
+  });
+  return c;
+}
+
+Json pod_template(const std::string& bytes, std::string* unknown) {
+  Json t = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    if (f.number == 1) {
+      t["metadata"] = object_meta(f.bytes);
+    } else if (f.number == 2) {
+      Json spec = Json::object();
+      for_each_field(f.bytes, [&](const Field& s) {
+        if (s.number == 2) spec["containers"].push_back(container(s.bytes, unknown));
+        else if (s.number == 4) spec["terminationGracePeriodSeconds"] = static_cast<long long>(s.varint);
+        else if (is_zero(s)) return;
+        else if (s.number == 3) spec["restartPolicy"] = s.bytes;
+        else if (s.number == 6) spec["dnsPolicy"] = s.bytes;
+        else if (s.number == 19) spec["schedulerName"] = s.bytes;
+        else *unknown = "PodSpec field " + std::to_string(s.number);
+      });
+      t["spec"] = spec;
+    } else {
+      if (!is_zero(f)) *unknown = "PodTemplateSpec field " + std::to_string(f.number);
+    }
+  });
+  return t;
+}
+
+Json deployment_spec(const std::string& bytes, std::string* unknown) {
+  Json spec = Json::object();
+  for_each_field(bytes, [&](const Field& f) {
+    switch (f.number) {
+      case 1: spec["replicas"] = static_cast<int>(f.varint); break;
+      case 2: spec["selector"] = label_selector(f.bytes, unknown); break;
+      case 3: spec["template"] = pod_template(f.bytes, unknown); break;
+      case 4:  // DeploymentStrategy: type=1; rollingUpdate=2 is not decoded
+        for_each_field(f.bytes, [&](const Field& t) {
+          if (t.number == 1 && !t.bytes.empty()) spec["strategy"]["type"] = t.bytes;
+          else if (t.number != 1 && !is_zero(t)) *unknown = "DeploymentStrategy field " + std::to_string(t.number);
+        });
+        break;
+      case 5: spec["minReadySeconds"] = static_cast<int>(f.varint); break;
+      case 6: spec["revisionHistoryLimit"] = static_cast<int>(f.varint); break;
+      case 7: spec["paused"] = f.varint != 0; break;
+      case 9: spec["progressDeadlineSeconds"] = static_cast<int>(f.varint); break;
+      default: if (!is_zero(f)) *unknown = "DeploymentSpec field " + std::to_string(f.number);
+    }
+  });
+  return spec;
+}
+
 bool is_rbac_kind(const std::string& kind) {
   return kind == "Role" || kind == "ClusterRole" || kind == "RoleBinding" || kind == "ClusterRoleBinding";
 }
@@ -199,6 +298,7 @@ bool decode_kubernetes_protobuf(const std::string& body, Json* out, std::string*
   }
   Json obj = {{"apiVersion", api_version}, {"kind", kind}};
   bool known = true;
+  std::string unknown_field;  // a field devcluster does not decode for this kind
   ok = for_each_field(raw, [&](const Field& f) {
     if (f.number == 1 && f.wire == 2) {
       obj["metadata"] = object_meta(f.bytes);
@@ -233,6 +333,10 @@ bool decode_kubernetes_protobuf(const std::string& body, Json* out, std::string*
       }
     } else if (kind == "ServiceAccount") {
       if (f.number == 4) obj["automountServiceAccountToken"] = f.varint != 0;
+    } else if (kind == "Deployment") {
+      if (f.number == 2) obj["spec"] = deployment_spec(f.bytes, &unknown_field);
+      else if (f.number != 3 && !is_zero(f)) unknown_field = "Deployment field " + std::to_string(f.number);  // 3: status
+      if (!unknown_field.empty()) known = false;
     } else if (kind == "Role" || kind == "ClusterRole") {
       if (f.number == 2) obj["rules"].push_back(policy_rule(f.bytes));
     } else if (kind == "RoleBinding" || kind == "ClusterRoleBinding") {
@@ -245,9 +349,10 @@ bool decode_kubernetes_protobuf(const std::string& body, Json* out, std::string*
     }
   });
   if (!known || (kind != "Namespace" && kind != "ConfigMap" && kind != "Secret" && kind != "ServiceAccount" &&
-                 !is_review_kind(kind) && !is_rbac_kind(kind))) {
+                 kind != "Deployment" && !is_review_kind(kind) && !is_rbac_kind(kind))) {
     *error = "devcluster decodes protobuf only for Namespace, ConfigMap, Secret, ServiceAccount, Role(Binding), "
-             "ClusterRole(Binding), access reviews and TokenRequest, not " + kind +
+             "ClusterRole(Binding), access reviews, TokenRequest and the Deployments `kubectl create deployment` "
+             "makes, not " + (unknown_field.empty() ? kind : "this " + kind + " (" + unknown_field + ")") +
              "; send JSON instead (e.g. kubectl apply -f or kubectl create -f)";
     return false;
   }

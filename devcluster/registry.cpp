@@ -50,6 +50,9 @@ Registry::Registry() {
   types_[2].categories = {"all"};
   types_[3].categories = {"all"};
   // Answered from the RBAC rules (rbac.h), never stored (kubectl auth can-i).
+  // kubectl auth whoami: who the caller is (authentication.k8s.io), answered, never stored.
+  types_.push_back(builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "", "SelfSubjectReview", false, false, {}));
+  types_.back().create_only = true;
   for (auto [plural, kind] : {std::pair{"selfsubjectaccessreviews", "SelfSubjectAccessReview"},
                               std::pair{"selfsubjectrulesreviews", "SelfSubjectRulesReview"},
                               std::pair{"subjectaccessreviews", "SubjectAccessReview"}}) {

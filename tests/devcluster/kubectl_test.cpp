@@ -171,7 +171,7 @@ TEST(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanic
 
 // devcluster has no RBAC, so the true answer to `kubectl auth can-i` is yes (it used to be a
 // 404 "could not find the requested resource").
-TEST(DevclusterKubectl, AuthCanIAnswersYesBecauseThereIsNoRbac) {
+TEST(DevclusterKubectl, AuthCanIAnswersYesForTheAdmin) {
   if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
   DevclusterProcess dc("cani");
   ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");

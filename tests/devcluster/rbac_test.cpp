@@ -156,6 +156,7 @@ TEST_F(DevclusterRbac, EachRuleDimensionAllowsOrRefusesAndCanIAgrees) {
       {"verb granted (get)", "GET", "/api/v1/namespaces/team/pods/p", "get pods/p -n team", true},
       {"verb not granted (delete)", "DELETE", "/api/v1/namespaces/team/pods/p", "delete pods/p -n team", false},
       {"verb not granted (create)", "POST", "/api/v1/namespaces/team/pods", "create pods -n team", false},
+      {"deletecollection is its own verb", "DELETE", "/api/v1/namespaces/team/pods", "deletecollection pods -n team", false},
       {"watch is its own verb", "GET", "/api/v1/namespaces/team/pods?watch=true&timeoutSeconds=1", "watch pods -n team", false},
       {"apiGroup wildcard resource", "GET", "/apis/apps/v1/namespaces/team/deployments", "list deployments.apps -n team", true},
       {"same resource, other apiGroup", "POST", "/apis/coordination.k8s.io/v1/namespaces/team/leases",
@@ -287,6 +288,11 @@ TEST_F(DevclusterRbac, AccessReviewsImpersonationAndRevocation) {
   auto list = dc.kubectl("auth can-i --list -n team --as=system:serviceaccount:team:bot");
   EXPECT_NE(list.output.find("leases.coordination.k8s.io"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find("[leader]"), std::string::npos) << list.output;
+  // kubectl auth whoami shows who a token is.
+  auto whoami = run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " + dc.kubeconfig().string() +
+                            " --token=" + token_ + " auth whoami");
+  EXPECT_NE(whoami.output.find("system:serviceaccount:team:bot"), std::string::npos) << whoami.output;
+  EXPECT_NE(whoami.output.find("system:serviceaccounts:team"), std::string::npos) << whoami.output;
   // The admin may do everything.
   EXPECT_EQ(dc.kubectl("auth can-i '*' '*' --all-namespaces").output.substr(0, 3), "yes");
 
@@ -295,4 +301,17 @@ TEST_F(DevclusterRbac, AccessReviewsImpersonationAndRevocation) {
   EXPECT_EQ(as_bot("GET", "/api/v1/namespaces/team/pods").first, 401);
   auto garbage = dc.make_client(token_.substr(0, token_.size() - 2) + "xx");
   EXPECT_EQ(garbage->send("GET", "/api/v1/namespaces/team/pods", "", "application/json").response.status, 401);
+}
+
+TEST_F(DevclusterRbac, DeleteCollectionDeletesWhatTheSelectorPicks) {
+  for (const std::string n : {"a", "b", "c"})
+    ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/team/configmaps",
+                      {{"metadata", {{"name", "sel-" + n}, {"labels", {{"group", n == "c" ? "keep" : "drop"}}}}}}).first, 201);
+  auto [code, deleted] = dc.call("DELETE", "/api/v1/namespaces/team/configmaps?labelSelector=group%3Ddrop");
+  ASSERT_EQ(code, 200) << deleted.dump();
+  EXPECT_EQ(deleted["kind"], "ConfigMapList");
+  EXPECT_EQ(deleted["items"].size(), 2u);
+  EXPECT_EQ(dc.call("GET", "/api/v1/namespaces/team/configmaps/sel-a").first, 404);
+  EXPECT_EQ(dc.call("GET", "/api/v1/namespaces/team/configmaps/sel-c").first, 200);
+  EXPECT_EQ(dc.call("GET", "/api/v1/namespaces/team/configmaps/settings").first, 200);  // no label: not selected
 }

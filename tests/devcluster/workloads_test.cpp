@@ -266,6 +266,13 @@ spec:
   Json pdb = get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb");
   EXPECT_EQ(pdb["spec"]["minAvailable"], 1);
   EXPECT_EQ(pdb["spec"]["selector"]["matchLabels"]["app"], "web");
+  // Its status follows the pods it selects (as the disruption controller computes it).
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web", 3, sleeper("p"))).first, 201);
+  ASSERT_TRUE(eventually([&] {
+    Json s = get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb").value("status", Json::object());
+    return s.value("expectedPods", 0) == 3 && s.value("currentHealthy", 0) == 3 && s.value("desiredHealthy", 0) == 1 &&
+           s.value("disruptionsAllowed", 0) == 2;
+  }, 15s)) << get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web-pdb").dump();
   auto table = dc.kubectl("get pdb web-pdb");
   EXPECT_NE(table.output.find("MIN AVAILABLE"), std::string::npos) << table.output;
   // A wrong type is a 400 from the typed decode, as kube-apiserver answers.
@@ -335,4 +342,27 @@ TEST_F(DevclusterWorkloads, FailingLivenessProbeRestartsTheContainer) {
       15s))
       << dc.log();
   EXPECT_NE(dc.log().find("failed its liveness probe"), std::string::npos);
+
+  // Probes are stored unchecked, as kube-apiserver's opaque fields here: a malformed one is
+  // reported and ignored, never a crash of the kubelet.
+  Json odd = sleeper("odd");
+  odd["readinessProbe"] = {{"httpGet", {{"path", 5}, {"port", "nope"}}}};
+  ASSERT_EQ(dc.call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("odd", 1, odd)).first, 201);
+  ASSERT_TRUE(eventually([&] { return ready_count("odd") == 1; })) << dc.log();
+  EXPECT_NE(dc.log().find("the readiness probe uses a malformed probe"), std::string::npos) << dc.log();
+}
+
+TEST_F(DevclusterWorkloads, KubectlCreateDeploymentSendsProtobufAndRuns) {
+  auto created = dc.kubectl("create deployment made --image=example.invalid/x --replicas=2 --port=8080 -- sleep 1000");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  Json d = get("/apis/apps/v1/namespaces/default/deployments/made");
+  EXPECT_EQ(d["spec"]["replicas"], 2);
+  EXPECT_EQ(d["spec"]["selector"]["matchLabels"]["app"], "made");
+  const Json& c = d["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["command"], Json({"sleep", "1000"}));
+  EXPECT_EQ(c["image"], "example.invalid/x");
+  EXPECT_EQ(c["ports"][0]["containerPort"], 8080);
+  EXPECT_EQ(d["spec"]["template"]["spec"]["restartPolicy"], "Always");  // defaulted, not "" from the wire
+  auto rollout = dc.kubectl("rollout status deployment/made --timeout=20s");
+  EXPECT_EQ(rollout.exit_code, 0) << rollout.output;
 }
