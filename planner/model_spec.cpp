@@ -1,6 +1,7 @@
 #include "planner/model_spec.h"
 
 #include "common/reference_models.h"
+#include "common/transformer_flops.h"
 
 #include <algorithm>
 #include <cctype>
@@ -143,17 +144,12 @@ std::int64_t block_params(const ModelSpec& m, int block) {
 }
 
 double block_forward_flops(const ModelSpec& m, int block, int seq_len) {
-  const double s = seq_len;
   if (block == 0) return 0.0;  // a table lookup (+ OPT's small projection, negligible)
-  if (block == m.num_layers + 1) return 2.0 * s * static_cast<double>(head_matrix_params(m));
-  const double h = m.hidden;
+  if (block == m.num_layers + 1) return lm_head_forward_flops(seq_len, static_cast<double>(head_matrix_params(m)));
   const double q = static_cast<double>(m.heads) * m.head_dim;
   const double kv = static_cast<double>(m.effective_kv_heads()) * m.head_dim;
-  const double f = m.ffn_hidden;
   const double mlp_mats = m.family == ModelFamily::kGpt ? 2.0 : 3.0;
-  const double matmul = 2.0 * s * (h * (q + 2 * kv) + q * h + mlp_mats * h * f);
-  const double attention = 2.0 * 2.0 * s * s * q;  // QK^T and AV
-  return matmul + attention;
+  return transformer_layer_forward_flops(seq_len, m.hidden, q, kv, m.ffn_hidden, mlp_mats);
 }
 
 const std::vector<ModelSpec>& model_presets() {

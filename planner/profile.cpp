@@ -1,5 +1,7 @@
 #include "planner/profile.h"
 
+#include "common/transformer_flops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -160,13 +162,13 @@ const GpuProfile* ComputeModel::resolve(const ModelSpec& model, const GpuType& g
 LayerTimes ComputeModel::estimate_block_times(const ModelSpec& model, const GpuType& gpu, int block, int tp,
                                               int micro_batch_size) {
   const double flops = block_forward_flops(model, block, model.seq_len) * micro_batch_size / std::max(1, tp);
-  const double rate = gpu.peak_bf16_tflops * 1e12 * std::max(0.01, gpu.compute_efficiency);
+  const double rate = effective_flops_per_s(gpu);
   LayerTimes t;
   t.forward_s = flops / rate;
-  t.backward_s = 2.0 * t.forward_s;
+  t.backward_s = kBackwardPerForwardFlops * t.forward_s;
   // Adam reads/writes ~16 B of state per parameter (fp32 master, m, v, grad): memory bound.
   const double params = static_cast<double>(block_params(model, block)) / std::max(1, tp);
-  t.update_s = gpu.mem_bandwidth_bytes_per_s > 0 ? params * 32.0 / gpu.mem_bandwidth_bytes_per_s : 0.0;
+  t.update_s = optimizer_update_seconds(params, gpu.mem_bandwidth_bytes_per_s);
   return t;
 }
 
