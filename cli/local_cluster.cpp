@@ -122,6 +122,9 @@ UpResult local_up(const UpOptions& o) {
              (dir / "data").string(),
              "--kubeconfig-out",
              r.kubeconfig};
+  // The same catalog makes devcluster's nodes of its `emulated: true` types run at their speed
+  // and within their memory (common/emulated_gpu.h), and the operator plan for them.
+  if (!o.gpu_catalog.empty()) dc.argv.insert(dc.argv.end(), {"--gpu-catalog", fs::absolute(o.gpu_catalog).string()});
   dc.isolation = process::Isolation::kSession;
   dc.stdout_path = dc.stderr_path = dir / "devcluster.log";
   process::Child dc_child;
@@ -159,6 +162,10 @@ UpResult local_up(const UpOptions& o) {
              "--sidecar-command",
              sidecar + " --kubeconfig " + r.kubeconfig + " --worker-binary " + worker};
   if (!o.benefit_check) op.argv.push_back("--no-benefit-check");
+  if (o.arrival_window_s > 0)
+    op.argv.insert(op.argv.end(), {"--arrival-window-seconds", std::to_string(o.arrival_window_s)});
+  if (o.restart_overhead_s > 0)
+    op.argv.insert(op.argv.end(), {"--restart-overhead-seconds", std::to_string(o.restart_overhead_s)});
   if (!o.gpu_catalog.empty()) op.argv.insert(op.argv.end(), {"--gpu-catalog", fs::absolute(o.gpu_catalog).string()});
   op.isolation = process::Isolation::kSession;
   op.stdout_path = op.stderr_path = dir / "operator.log";

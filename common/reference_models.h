@@ -28,4 +28,16 @@ inline constexpr ReferenceModelShape kReferenceModels[] = {
     {"gpt-125m", 12, 768, 12, 1024, 32000},
 };
 
+// Floats one transformer block of the reference worker keeps for the backward pass of one
+// micro-batch of `batch` sequences (fp32, no dropout, materialised attention probabilities): x,
+// ln1, attention output, residual, ln2 (N x C each), qkv (3 N x C), the MLP's inner activation
+// before and after GELU (N x F each), the attention probabilities (batch x heads x T x T) and
+// four LayerNorm statistics of N floats. The worker allocates exactly this (worker/model/
+// stage.cpp); the planner's memory model counts it for TrainingJobs of the reference worker.
+constexpr double reference_block_activation_floats(double batch, double seq_len, double hidden, double ffn_hidden,
+                                                   double heads) {
+  const double n = batch * seq_len;
+  return 8 * n * hidden + 2 * n * ffn_hidden + batch * heads * seq_len * seq_len + 4 * n;
+}
+
 }  // namespace flotilla

@@ -202,7 +202,9 @@ bool Devcluster::start(const DevclusterOptions& options, std::string* error) {
     }
   }
 
-  d.kubelet = std::make_unique<Kubelet>(*d.api, KubeletOptions{options.data_dir / "pods"});
+  KubeletOptions kubelet_options{options.data_dir / "pods"};
+  kubelet_options.emulated_gpus = options.emulated_gpus;
+  d.kubelet = std::make_unique<Kubelet>(*d.api, kubelet_options);
   std::string tls_error;
   auto tls = kube::net::TlsContext::server({d.server_cert.cert_pem, d.server_cert.key_pem, d.ca.cert_pem}, &tls_error);
   if (!tls) {

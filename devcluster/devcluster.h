@@ -10,8 +10,11 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+
+#include "common/emulated_gpu.h"
 
 namespace flotilla::devcluster {
 
@@ -26,6 +29,8 @@ struct DevclusterOptions {
   size_t watch_window_events = 20000;
   size_t watch_window_bytes = size_t{64} << 20;  // memory of the retained events (store.h)
   int bookmark_interval_ms = 1000;
+  // GPU types the virtual nodes emulate (KubeletOptions::emulated_gpus), by name.
+  std::map<std::string, EmulatedGpu> emulated_gpus;
 };
 
 class Devcluster {

@@ -505,6 +505,8 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
   env.emplace_back("NODE_NAME", run.node);
   env.emplace_back("FLOTILLA_VISIBLE_GPUS", gpus);
   env.emplace_back("FLOTILLA_GPU_TYPE", gpu_type);
+  if (auto emulated = options_.emulated_gpus.find(gpu_type); emulated != options_.emulated_gpus.end())
+    for (auto& [name, value] : to_env(emulated->second)) env.emplace_back(name, value);
   env.emplace_back("FLOTILLA_POD_DIR", run.dir.string());
   if (node.ok() && node.object["metadata"].value("annotations", Json::object()).value(kCudaAnnotation, "") == "true")
     env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);

@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/emulated_gpu.h"
 #include "devcluster/api.h"
 #include "devcluster/prober.h"
 
@@ -58,6 +59,9 @@ struct KubeletOptions {
   std::filesystem::path pods_dir;
   std::chrono::milliseconds tick{50};
   std::chrono::milliseconds shutdown_grace{2000};
+  // Emulated GPU types by name (the node's nvidia.com/gpu.product): a pod on such a node gets
+  // the type's speed and memory in its environment (common/emulated_gpu.h).
+  std::map<std::string, EmulatedGpu> emulated_gpus;
 };
 
 // What a pod's processes need to reach the API as their ServiceAccount (set before start()).

@@ -1,7 +1,7 @@
 // flotilla-devcluster: a local Kubernetes API server with virtual GPU nodes.
 //
 //   flotilla-devcluster --listen 127.0.0.1:PORT --nodes nodes.yaml --data-dir DIR --kubeconfig-out FILE
-//                       [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS]
+//                       [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS] [--gpu-catalog FILE]
 //   flotilla-devcluster admin ACTION [ARGS] --kubeconfig FILE
 //     fail-node NAME | recover-node NAME | cordon NAME | uncordon NAME | remove-node NAME
 //     add-node NAME --gpu-type T --gpu-count N [--zone Z] | compact | watch-window EVENTS
@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "devcluster/devcluster.h"
 #include "kube/config.h"
 #include "kube/net/http_client.h"
+#include "planner/gpu_catalog.h"
 
 namespace {
 
@@ -29,6 +32,8 @@ int usage(const std::string& problem) {
   if (!problem.empty()) std::cerr << "flotilla-devcluster: " << problem << "\n";
   std::cerr << "usage: flotilla-devcluster --listen HOST:PORT --data-dir DIR [--nodes nodes.yaml] [--kubeconfig-out FILE]\n"
                "                           [--watch-window EVENTS] [--watch-window-mib MIB] [--bookmark-interval-ms MS]\n"
+               "                           [--gpu-catalog FILE]  (its `emulated: true` GPU types: pods on such nodes run\n"
+               "                           at that type's speed and within its memory, docs/devcluster.md)\n"
                "       flotilla-devcluster admin fail-node|recover-node|cordon|uncordon|remove-node NAME --kubeconfig FILE\n"
                "       flotilla-devcluster admin add-node NAME --gpu-type T --gpu-count N [--zone Z] --kubeconfig FILE\n"
                "       flotilla-devcluster admin compact|watch-window EVENTS --kubeconfig FILE\n";
@@ -47,6 +52,18 @@ bool parse_int(const std::string& text, long long min, long long max, long long*
   } catch (...) {
     return false;
   }
+}
+
+// The catalog override's `emulated: true` types, by name (what a node's gpuType names).
+std::string load_emulated_gpus(const std::string& file, std::map<std::string, flotilla::EmulatedGpu>* out) {
+  std::ifstream in(file);
+  if (!in) return "--gpu-catalog: cannot read '" + file + "'";
+  std::stringstream text;
+  text << in.rdbuf();
+  auto catalog = flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), text.str());
+  if (!catalog.ok()) return "--gpu-catalog " + file + ": " + catalog.error();
+  for (const flotilla::EmulatedGpu& gpu : flotilla::planner::emulated_gpus(catalog.value())) (*out)[gpu.type] = gpu;
+  return "";
 }
 
 bool wants_help(int argc, char** argv) {
@@ -184,13 +201,16 @@ int main(int argc, char** argv) {
   if (!words.empty()) return usage("unexpected argument '" + words[0] + "'");
   for (const auto& [k, v] : flags)
     if (k != "listen" && k != "nodes" && k != "data-dir" && k != "kubeconfig-out" && k != "watch-window" &&
-        k != "watch-window-mib" && k != "bookmark-interval-ms")
+        k != "watch-window-mib" && k != "bookmark-interval-ms" && k != "gpu-catalog")
       return usage("unknown flag --" + k);
   flotilla::devcluster::DevclusterOptions options;
   if (flags.count("listen")) options.listen = flags["listen"];
   if (flags.count("nodes")) options.nodes_file = flags["nodes"];
   if (flags.count("data-dir")) options.data_dir = flags["data-dir"];
   if (flags.count("kubeconfig-out")) options.kubeconfig_out = flags["kubeconfig-out"];
+  if (flags.count("gpu-catalog")) {
+    if (std::string e = load_emulated_gpus(flags["gpu-catalog"], &options.emulated_gpus); !e.empty()) return usage(e);
+  }
   long long value = 0;
   if (flags.count("watch-window")) {
     if (!parse_int(flags["watch-window"], 1, std::numeric_limits<int>::max(), &value))

@@ -1,5 +1,6 @@
 #include "planner/gpu_catalog.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <yaml-cpp/yaml.h>
@@ -145,6 +146,10 @@ Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
           g.supports_flash_attention = kv.second.as<bool>();
           continue;
         }
+        if (key == "emulated") {
+          g.emulated = kv.second.as<bool>();
+          continue;
+        }
         v = kv.second.as<double>();
       } catch (const YAML::Exception&) {
         return Result<GpuCatalog>::failure("GPU catalog override: " + name + "." + key + " is not a number");
@@ -188,5 +193,17 @@ Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
 }
 
 }  // namespace
+
+double effective_flops_per_s(const GpuType& gpu) {
+  return gpu.peak_bf16_tflops * 1e12 * std::max(0.01, gpu.compute_efficiency);
+}
+
+std::vector<EmulatedGpu> emulated_gpus(const GpuCatalog& catalog) {
+  std::vector<EmulatedGpu> out;
+  for (const GpuType& g : catalog.types())
+    if (g.emulated)
+      out.push_back({g.name, effective_flops_per_s(g), static_cast<double>(g.memory_bytes), g.mem_bandwidth_bytes_per_s});
+  return out;
+}
 
 }  // namespace flotilla::planner

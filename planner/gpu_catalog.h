@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/emulated_gpu.h"
 #include "planner/result.h"
 
 namespace flotilla::planner {
@@ -39,6 +40,11 @@ struct GpuType {
   // FlashAttention-2 kernels need Ampere (sm80) or newer; Volta/Turing (V100, T4, RTX-2080,
   // Titan-RTX) fall back to materialised attention scores.
   bool supports_flash_attention = true;
+  // An emulated type (`emulated: true` in an override): no such hardware exists. devcluster's
+  // nodes of this type export its speed and memory to their pods (common/emulated_gpu.h), and
+  // the reference worker's CPU backend runs at this speed and within this memory. The planner
+  // plans for it like any other type.
+  bool emulated = false;
 };
 
 class GpuCatalog {
@@ -57,6 +63,14 @@ class GpuCatalog {
 };
 
 GpuCatalog builtin_gpu_catalog();
+
+// FLOP/s a transformer layer reaches on this type: peak x compute_efficiency (floored at 1 %),
+// what the FLOP time model divides by.
+double effective_flops_per_s(const GpuType& gpu);
+
+// The catalog's `emulated: true` types as the environment contract devcluster's nodes give
+// their pods (common/emulated_gpu.h): effective FLOP/s, memory and memory bandwidth.
+std::vector<EmulatedGpu> emulated_gpus(const GpuCatalog& catalog);
 
 // Applies a YAML/JSON override: either a map `name: {field: value, ...}` or a list of
 // `{name: ..., field: value}`. Unknown fields or negative values give one clear line.

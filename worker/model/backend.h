@@ -43,6 +43,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // What an out-of-memory error names: "GPU" (CUDA, an emulated GPU) or "host" (plain CPU).
+  virtual std::string_view memory_kind() const { return "GPU"; }
+  // High-water mark of the bytes held through allocate_bytes(); 0 where not tracked.
+  virtual std::size_t peak_bytes() const { return 0; }
 
   // Throws OutOfMemoryError when the memory is not there.
   virtual void* allocate_bytes(std::size_t bytes) = 0;

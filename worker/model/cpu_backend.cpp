@@ -1,9 +1,11 @@
 #include "worker/model/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -25,15 +27,28 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
+  CpuBackend() = default;
+  CpuBackend(std::size_t memory_limit_bytes, std::string emulated_gpu_type)
+      : limit_bytes_(memory_limit_bytes), emulated_type_(std::move(emulated_gpu_type)) {}
   ~CpuBackend() override {
     for (auto& [bytes, blocks] : free_blocks_)
       for (void* p : blocks) std::free(p);
   }
   std::string_view name() const override { return "cpu"; }
+  std::string_view memory_kind() const override { return emulated_type_.empty() ? "host" : "GPU"; }
+  std::size_t peak_bytes() const override { return peak_bytes_; }
   // A per-size free list: a training step allocates the same buffer sizes every micro-batch,
   // and reusing them avoids the page faults of fresh mmap'ed memory (~4% of a step).
   void* allocate_bytes(std::size_t bytes) override {
     bytes = bytes ? bytes : 1;
+    // An emulated GPU's memory: live bytes are what the model holds, as a caching allocator's
+    // in-use bytes on a GPU (the free list is the cache, not counted).
+    if (limit_bytes_ > 0 && live_bytes_ + bytes > limit_bytes_)
+      throw OutOfMemoryError("out of GPU memory: could not allocate " + bytes_text(bytes) + " (emulated " +
+                             emulated_type_ + ": " + bytes_text(live_bytes_) + " in use of " +
+                             bytes_text(limit_bytes_) + ")");
+    live_bytes_ += bytes;
+    peak_bytes_ = std::max(peak_bytes_, live_bytes_);
     auto it = free_blocks_.find(bytes);
     if (it != free_blocks_.end() && !it->second.empty()) {
       void* p = it->second.back();
@@ -43,13 +58,17 @@ class CpuBackend final : public Backend {
       return p;
     }
     void* p = std::calloc(bytes, 1);
-    if (!p) throw OutOfMemoryError("out of host memory: could not allocate " + bytes_text(bytes));
+    if (!p) {
+      live_bytes_ -= bytes;
+      throw OutOfMemoryError("out of host memory: could not allocate " + bytes_text(bytes));
+    }
     sizes_[p] = bytes;
     return p;
   }
   void release(void* p) override {
     auto it = sizes_.find(p);
     if (it == sizes_.end()) return;
+    live_bytes_ -= it->second;
     free_blocks_[it->second].push_back(p);
     sizes_.erase(it);
   }
@@ -134,11 +153,19 @@ class CpuBackend final : public Backend {
  private:
   std::unordered_map<std::size_t, std::vector<void*>> free_blocks_;
   std::unordered_map<void*, std::size_t> sizes_;
+  std::size_t limit_bytes_ = 0;  // 0: host memory, no limit but the machine's
+  std::string emulated_type_;
+  std::size_t live_bytes_ = 0;
+  std::size_t peak_bytes_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+std::unique_ptr<Backend> make_emulated_gpu_backend(std::size_t memory_bytes, const std::string& gpu_type) {
+  return std::make_unique<CpuBackend>(memory_bytes, gpu_type);
+}
 
 std::string bytes_text(std::size_t bytes) {
   char buf[64];

@@ -1,5 +1,7 @@
 #include "worker/model/stage.h"
 
+#include "common/reference_models.h"
+
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -47,15 +49,8 @@ namespace {
 }  // namespace
 
 std::size_t block_activation_bytes(const GPTConfig& c, int batch_size) {
-  const std::size_t N = static_cast<std::size_t>(batch_size) * c.seq_len;
-  const std::size_t C = static_cast<std::size_t>(c.hidden);
-  const std::size_t F = static_cast<std::size_t>(c.ffn_hidden());
-  // x, ln1, atty, res1, ln2 (N*C each), qkv (3*N*C), fch and fch_gelu (N*F each), att
-  // (B*heads*T*T), and four LayerNorm statistics of N floats.
-  const std::size_t floats = 8 * N * C + 2 * N * F +
-                             static_cast<std::size_t>(batch_size) * c.heads * c.seq_len *
-                                 c.seq_len +
-                             4 * N;
+  const auto floats = static_cast<std::size_t>(
+      reference_block_activation_floats(batch_size, c.seq_len, c.hidden, c.ffn_hidden(), c.heads));
   return floats * sizeof(float);
 }
 
@@ -69,7 +64,7 @@ std::vector<float> Stage::forward(std::uint64_t id, const MicroBatch& batch,
   } catch (const OutOfMemoryError&) {
     activations_out_of_memory(config_, first_unit_, end_unit_, batch.batch_size,
                               in_flight_.size(), "forward",
-                              backend_->name() == "cpu" ? "host" : "GPU");
+                              std::string(backend_->memory_kind()));
   }
 }
 
@@ -84,7 +79,7 @@ std::vector<float> Stage::backward(std::uint64_t id, std::span<const float> grad
                               "backward", "host");
   } catch (const OutOfMemoryError&) {
     activations_out_of_memory(config_, first_unit_, end_unit_, batch_size, in_flight_.size(),
-                              "backward", backend_->name() == "cpu" ? "host" : "GPU");
+                              "backward", std::string(backend_->memory_kind()));
   }
 }
 

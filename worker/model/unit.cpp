@@ -146,7 +146,7 @@ Unit::Unit(const GPTConfig& config, int unit_index, std::uint64_t seed, Backend&
   } catch (const std::bad_alloc&) {
     throw_out_of_memory("host");
   } catch (const OutOfMemoryError&) {
-    throw_out_of_memory(backend.name() == "cpu" ? "host" : "GPU");
+    throw_out_of_memory(std::string(backend.memory_kind()));
   }
 }
 

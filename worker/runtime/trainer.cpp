@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "worker/model/optimizer.h"
+#include "worker/model/cpu_backend.h"
 #include "worker/model/stage.h"
 #include "worker/runtime/checkpoint.h"
+#include "worker/runtime/emulated_pace.h"
 #include "common/progress_line.h"
 #include "process/stop_flag.h"
 #include "worker/runtime/nccl_communicator.h"
@@ -126,6 +129,8 @@ class RankRunner {
   bool is_first_ = false, is_last_ = false;
   std::unique_ptr<DataLoader> data_;
   std::unique_ptr<Backend> backend_;
+  std::optional<EmulatedGpu> emulated_;  // the CPU backend standing in for this GPU type
+  std::optional<EmulatedPace> pace_;
   std::unique_ptr<TcpTransport> net_;
   std::unique_ptr<NcclCommunicator> nccl_;  // null: tensors go over net_
   std::unique_ptr<Stage> model_;
@@ -153,7 +158,14 @@ int RankRunner::run() {
   is_last_ = stage_ == layout_.pp - 1;
   data_ = std::make_unique<DataLoader>(o_.data_path, o_.model.seq_len, o_.train.seed);
   std::string err;
-  backend_ = make_backend(o_.backend, &err);
+  // On an emulated GPU node (devcluster, common/emulated_gpu.h) the CPU backend takes that
+  // type's memory and speed; a real GPU's backend never reads these variables.
+  if (o_.backend == "cpu") {
+    emulated_ = emulated_gpu_from_process_env(&err);
+    if (!err.empty()) throw std::runtime_error("emulated GPU: " + err);
+  }
+  backend_ = emulated_ ? make_emulated_gpu_backend(static_cast<std::size_t>(emulated_->memory_bytes), emulated_->type)
+                       : make_backend(o_.backend, &err);
   if (!backend_) throw std::runtime_error("backend: " + err);
   progress_ = std::make_unique<ProgressLog>(o_.progress);
 
@@ -173,6 +185,7 @@ int RankRunner::run() {
   const auto t_load = std::chrono::steady_clock::now();
   auto [first_unit, end_unit] = layout_.stage_units[static_cast<std::size_t>(stage_)];
   model_ = std::make_unique<Stage>(o_.model, first_unit, end_unit, o_.train.seed, *backend_);
+  if (emulated_) pace_.emplace(o_.model, first_unit, end_unit, *emulated_);
   // 1F1B keeps at most PP sends per direction in flight; reserve their staging up front.
   if (nccl_) nccl_->reserve_staging(model_->activation_count(g_.micro_batch), 2 * layout_.pp + 2);
   resume();
@@ -411,6 +424,7 @@ void RankRunner::train_step(std::int64_t step) {
       float loss = 0.0f;
       std::vector<float> out = model_->forward(static_cast<std::uint64_t>(op.micro_batch), batch,
                                                in, &loss);
+      if (pace_) pad_until(t0, pace_->forward_seconds(g_.micro_batch));
       fwd_s[i] = seconds_since(t0);
       if (is_last_) losses[i] = loss;
       else send_tensor(next, kActivation, out);
@@ -423,6 +437,7 @@ void RankRunner::train_step(std::int64_t step) {
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<float> din = model_->backward(static_cast<std::uint64_t>(op.micro_batch),
                                                 grad_out, is_last_ ? dloss : 0.0f);
+      if (pace_) pad_until(t0, pace_->backward_seconds(g_.micro_batch));
       bwd_s[i] = seconds_since(t0);
       if (!is_first_) send_tensor(prev, kGradient, din);
       if (sharded && op.micro_batch % M == M - 1) collect_shard_grads(op.micro_batch / M);
@@ -479,7 +494,9 @@ void RankRunner::train_step(std::int64_t step) {
     net_->recv(0, kDecision, decision, sizeof decision);
   }
   stop_ = decision[1] != 0.0;
+  const auto t_update = std::chrono::steady_clock::now();
   model_->adamw_step(o_.train, step, static_cast<float>(decision[0]));
+  if (pace_) pad_until(t_update, pace_->update_seconds());
   const double step_s = seconds_since(t_step);
   if (loss_log_) loss_log_->append(step, decision[2]);
   if (rank_ == 0) {
@@ -507,6 +524,17 @@ void RankRunner::train_step(std::int64_t step) {
   line.backward_seconds = bwd_s;
   line.time_unix_ms = unix_time_ms();
   progress_->write_line(format_step_line(line));
+  // The high-water mark is reached in the first step (1F1B's warm-up holds the most
+  // activations); what an emulated GPU held is what the planner's memory model predicts.
+  if (emulated_ && step == start_step_)
+    progress_->write_line(json{{"event", "memory"},
+                               {"rank", rank_},
+                               {"stage", stage_},
+                               {"gpu_type", emulated_->type},
+                               {"peak_bytes", backend_->peak_bytes()},
+                               {"capacity_bytes", emulated_->memory_bytes},
+                               {"time_unix_ms", unix_time_ms()}}
+                              .dump());
 }
 
 void RankRunner::checkpoint(std::int64_t completed_steps) {
