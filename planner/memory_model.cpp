@@ -1,5 +1,7 @@
 #include "planner/memory_model.h"
 
+#include "common/reference_models.h"
+
 #include <algorithm>
 
 namespace flotilla::planner {
@@ -142,6 +144,11 @@ std::int64_t block_activation_bytes(const ModelSpec& m, int block, int tp, int m
   const double t = tp;
   const double sbh = s * b * h;
   const double sp_div = o.sequence_parallel ? t : 1.0;
+  if (o.reference_worker_activations) {
+    // fp32, no dropout: the embedding's and the final norm's outputs are one sbh of floats each.
+    if (block == 0 || block == m.num_layers + 1) return static_cast<i64>(4.0 * sbh);
+    return static_cast<i64>(4.0 * reference_block_activation_floats(b, s, h, m.ffn_hidden, m.heads));
+  }
   if (block == 0) return static_cast<i64>(3.0 * sbh / sp_div);  // output + dropout mask
   if (block == m.num_layers + 1) return static_cast<i64>(2.0 * sbh / sp_div);  // final norm input
   if (o.recompute == Recompute::kFull) return static_cast<i64>(2.0 * sbh / sp_div);  // layer input
@@ -174,6 +181,8 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const StageShape& sh, const Mem
   out.weights_bytes = static_cast<i64>(params * per.weights / (o.zero_stage >= 3 ? dp : 1.0));
   out.grads_bytes = static_cast<i64>(params * per.grads / (o.zero_stage >= 2 ? dp : 1.0));
   out.optimizer_bytes = static_cast<i64>(params * per.optimizer / (o.zero_stage >= 1 ? dp : 1.0));
+  // The reference worker's AdamW keeps a byte of weight-decay mask per parameter.
+  if (o.reference_worker_activations) out.optimizer_bytes += static_cast<i64>(params);
 
   // Activations: layers are identical, so count them instead of looping.
   const int head_block = m.num_layers + 1;
@@ -199,6 +208,10 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const StageShape& sh, const Mem
     transient += logits_bytes * m.seq_len * static_cast<double>(sh.micro_batch_size) *
                  m.vocab / sh.tp;
   }
+  // The reference worker's backward of a block holds gradients of each saved activation while it
+  // runs: about one more block's activations.
+  if (o.reference_worker_activations && nlayers > 0)
+    transient += static_cast<double>(block_activation_bytes(m, 1, sh.tp, sh.micro_batch_size, o));
   if (o.recompute == Recompute::kFull && nlayers > 0) {
     TrainingOptions none = o;
     none.recompute = Recompute::kNone;

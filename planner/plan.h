@@ -41,6 +41,11 @@ struct TrainingOptions {
   // (GpuType::supports_flash_attention; stages on others keep materialised scores). false keeps
   // Korthikanti's count (Sailor's runs, the validation).
   bool flash_attention = false;
+  // true = Flotilla's reference worker (worker/): fp32 activations, no dropout, materialised
+  // fp32 attention probabilities, exactly common/reference_models.h's count per block; the
+  // options above that describe Megatron's layers are then ignored. TP 1 only (the worker has
+  // no tensor parallelism).
+  bool reference_worker_activations = false;
 };
 
 struct Replica {

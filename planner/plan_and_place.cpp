@@ -13,6 +13,15 @@ WorkerConstraints reference_worker_constraints() {
   return worker;
 }
 
+TrainingOptions reference_worker_training() {
+  TrainingOptions o;
+  o.precision = Precision::kFp32;
+  o.fused_softmax = false;
+  o.flash_attention = false;
+  o.reference_worker_activations = true;
+  return o;
+}
+
 WorkerConstraints megatron_constraints() {
   WorkerConstraints worker;
   worker.uniform_tp = true;

@@ -41,6 +41,9 @@ struct WorkerConstraints {
 
 // Flotilla's reference worker (worker/): no tensor parallelism.
 WorkerConstraints reference_worker_constraints();
+// How the reference worker trains: fp32 weights, gradients, AdamW state and activations, no
+// dropout, materialised attention probabilities (the memory model's reference-worker count).
+TrainingOptions reference_worker_training();
 // Megatron-LM: tensor_model_parallel_size is one number for the whole job.
 WorkerConstraints megatron_constraints();
 
