@@ -19,7 +19,9 @@ struct UpOptions {
   std::string nodes_file;
   std::string dir;
   bool benefit_check = true;
-  std::string gpu_catalog;  // optional override file for the operator
+  std::string gpu_catalog;  // optional override file for the operator and devcluster's emulated types
+  double arrival_window_s = 0;    // 0: the operator's default
+  double restart_overhead_s = 0;  // 0: the operator's default
 };
 
 struct UpResult {

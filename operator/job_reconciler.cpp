@@ -261,6 +261,13 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
     return;
   }
+  // A refused scale-up changes nothing but is the answer users look for (why did my job not
+  // grow onto the idle GPUs?): its λ, S, overhead and probability go to status once per change.
+  if (d != nullptr && d->benefit && !d->benefit->scale_up &&
+      c.status.value("lastDecision", Json::object()).value("reason", "") != d->reason) {
+    write_decision(c.status, *d, plan.epoch, job.now);
+    event(c, "Normal", d->reason_code, d->reason);
+  }
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
     if (barrier_can_lift(c, plan)) {

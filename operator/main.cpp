@@ -45,7 +45,7 @@ struct Flags {
   std::string catalog;
   bool benefit_check = true;
   bool preemption = true;
-  std::string benefit_threshold, arrival_window_seconds, min_rescale_interval_seconds;
+  std::string benefit_threshold, arrival_window_seconds, min_rescale_interval_seconds, restart_overhead_seconds;
 };
 
 // A number flag in [min, max]; false (and a usage line) when it is not one.
@@ -64,7 +64,8 @@ int usage(const std::string& why) {
                "flotilla-operator: %s\nusage: flotilla-operator [--kubeconfig FILE] [--namespace NS] "
                "[--metrics-addr HOST:PORT] [--health-addr HOST:PORT] [--leader-elect] [--lease-name N] "
                "[--lease-namespace NS] [--sidecar-command CMD] [--worker-service-account NAME] [--gpu-catalog FILE] [--no-benefit-check] [--no-preemption] "
-               "[--benefit-threshold P] [--arrival-window-seconds N] [--min-rescale-interval-seconds N]\n",
+               "[--benefit-threshold P] [--arrival-window-seconds N] [--min-rescale-interval-seconds N]\n"
+               "       [--restart-overhead-seconds S (default 30: the benefit check's T_overhead)]\n",
                why.c_str());
   return 2;
 }
@@ -142,7 +143,8 @@ int main(int argc, char** argv) {
       f.preemption = false;
     } else if ((a == "--benefit-threshold" && value(f.benefit_threshold)) ||
                (a == "--arrival-window-seconds" && value(f.arrival_window_seconds)) ||
-               (a == "--min-rescale-interval-seconds" && value(f.min_rescale_interval_seconds))) {
+               (a == "--min-rescale-interval-seconds" && value(f.min_rescale_interval_seconds)) ||
+               (a == "--restart-overhead-seconds" && value(f.restart_overhead_seconds))) {
     } else if ((a == "--kubeconfig" && value(f.kubeconfig)) || (a == "--namespace" && value(f.ns)) ||
                (a == "--metrics-addr" && value(f.metrics_addr)) || (a == "--health-addr" && value(f.health_addr)) ||
                (a == "--lease-name" && value(f.lease_name)) || (a == "--lease-namespace" && value(f.lease_namespace)) ||
@@ -170,6 +172,9 @@ int main(int argc, char** argv) {
     return usage("--min-rescale-interval-seconds '" + f.min_rescale_interval_seconds +
                  "' is not a number of seconds >= 0");
   options.arrival_window_s = options.policy.window_seconds;
+  if (!f.restart_overhead_seconds.empty() &&
+      !parse_number(f.restart_overhead_seconds, 0.001, 1e9, options.restart_overhead_s))
+    return usage("--restart-overhead-seconds '" + f.restart_overhead_seconds + "' is not a number of seconds > 0");
   if (!f.catalog.empty()) {
     std::ifstream in(f.catalog);
     if (!in) return usage("cannot read --gpu-catalog '" + f.catalog + "'");
