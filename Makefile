@@ -35,8 +35,9 @@ images: configure
 bench: build
 	./scripts/run-benches.sh $(BUILD_DIR)
 
+# The scripted scenario on emulated heterogeneous GPUs, headless, checked at the end (docs/demo.md).
 demo: build
-	./scripts/demo.sh $(BUILD_DIR)
+	$(BUILD_DIR)/cli/flotilla demo --headless
 
 # The README's commands in a clean Debian 12 root filesystem (mmdebstrap + chroot; needs root).
 # FRESH_CHECK_TARGETS="test demo" checks both.

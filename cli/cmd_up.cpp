@@ -4,12 +4,18 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/demo_live_view.h"
+#include "cli/demo_observer.h"
 #include "cli/local_cluster.h"
+#include "kube/client.h"
+#include "kube/config.h"
 
 namespace {
 
@@ -63,7 +69,20 @@ int run_up(const std::vector<std::string>& args) {
   if (detach) return 0;
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
-  while (!g_interrupted) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // In the foreground: the live view (cli/demo_live_view.h) on a terminal, plain event lines otherwise.
+  std::shared_ptr<flotilla::kube::Client> client;
+  if (auto config = flotilla::kube::load_kubeconfig(r.kubeconfig))
+    if (auto c = flotilla::kube::Client::create(*config)) client = *c;
+  std::optional<flotilla::cli::DemoObserver> observer;
+  if (client) observer.emplace(client);
+  flotilla::cli::LiveView view(::isatty(STDOUT_FILENO), "flotilla up (Ctrl-C stops)");
+  while (!g_interrupted) {
+    if (observer) {
+      observer->poll();
+      view.render(*observer);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   const std::string error = flotilla::cli::local_down(o.dir);
   if (!error.empty()) std::fprintf(stderr, "flotilla up: %s\n", error.c_str());
   return error.empty() ? 0 : 1;

@@ -1,6 +1,7 @@
 #include "cli/local_cluster.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,7 +42,11 @@ bool poll_until(Pred pred, std::chrono::milliseconds limit) {
 }
 
 bool alive(pid_t pid, unsigned long long start_time) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  if (pid <= 0) return false;
+  // When this process started the cluster (flotilla demo, flotilla up in the foreground) the
+  // programs are its children: reap one that exited, or it stays a zombie that kill(0) sees.
+  if (::waitpid(pid, nullptr, WNOHANG) == pid) return false;
+  if (::kill(pid, 0) != 0) return false;
   const auto t = process::process_start_time(pid);
   return t && *t == start_time;
 }

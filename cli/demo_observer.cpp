@@ -1,0 +1,155 @@
+#include "cli/demo_observer.h"
+
+#include <cstdio>
+
+namespace flotilla::cli {
+namespace {
+
+using Json = nlohmann::json;
+const kube::Resource kTrainingJobs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
+const Json kNull;
+
+std::string node_state(const Json& node) {
+  if (node["spec"].value("unschedulable", false)) return "Cordoned";
+  for (const Json& c : node["status"].value("conditions", Json::array()))
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True" ? "Ready" : "NotReady";
+  return "Unknown";
+}
+
+}  // namespace
+
+std::string format_seconds(double t_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%6.1fs", t_s);
+  return buf;
+}
+
+DemoObserver::DemoObserver(std::shared_ptr<kube::Client> client)
+    : client_(std::move(client)), start_(std::chrono::steady_clock::now()) {}
+
+double DemoObserver::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void DemoObserver::note(const std::string& line) { events_.push_back(format_seconds(now_s()) + " " + line); }
+
+void DemoObserver::poll() {
+  const double t = now_s();
+  auto jobs = client_->list(kTrainingJobs, "default");
+  auto nodes = client_->list(kube::resources::nodes, "");
+  if (!jobs || !nodes) {
+    last_error_ = !jobs ? jobs.error().message : nodes.error().message;
+    return;
+  }
+  last_error_.clear();
+  for (const Json& j : (*jobs).value("items", Json::array())) fold_job(j, t);
+  nodes_.clear();
+  for (const Json& n : (*nodes).value("items", Json::array())) {
+    NodeRecord r;
+    r.name = n["metadata"].value("name", "");
+    r.gpu_type = n["metadata"].value("labels", Json::object()).value("nvidia.com/gpu.product", "");
+    r.gpus = std::atoi(n["status"].value("capacity", Json::object()).value("nvidia.com/gpu", "0").c_str());
+    r.state = node_state(n);
+    nodes_.push_back(r);
+  }
+}
+
+void DemoObserver::fold_job(const Json& j, double t) {
+  const std::string name = j["metadata"].value("name", "");
+  jobs_[name] = j;
+  const Json status = j.value("status", Json::object());
+  const Json plan = status.value("plan", Json::object());
+  const Json progress = status.value("progress", Json::object());
+  JobSample s;
+  s.t_s = t;
+  s.job = name;
+  s.phase = status.value("phase", "");
+  s.plan_summary = plan.value("summary", "");
+  s.epoch = plan.value("epoch", std::int64_t{0});
+  s.gpus = plan.value("gpus", 0);
+  s.step = progress.value("step", std::int64_t{0});
+  s.loss = progress.value("loss", 0.0);
+  s.tokens_per_s = progress.value("tokensPerSecond", 0.0);
+  s.predicted_tokens_per_s = plan.value("predicted", Json::object()).value("tokensPerSecond", 0.0);
+  samples_.push_back(s);
+
+  if (s.epoch > 0) {
+    PlanRecord* record = nullptr;
+    for (PlanRecord& p : plans_)
+      if (p.job == name && p.epoch == s.epoch) record = &p;
+    if (record == nullptr && s.gpus > 0) {
+      PlanRecord p;
+      p.job = name;
+      p.epoch = s.epoch;
+      p.summary = s.plan_summary;
+      p.gpus = s.gpus;
+      p.predicted_tokens_per_s = s.predicted_tokens_per_s;
+      for (const Json& st : plan.value("stages", Json::array()))
+        p.stages.push_back({st.value("gpuType", ""), st.value("firstLayer", 0), st.value("lastLayer", 0),
+                            st.value("predictedPeakBytes", std::int64_t{0})});
+      p.seen_s = t;
+      p.seen_unix_ms = std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+      p.step_at_seen = s.step;
+      plans_.push_back(p);
+      std::string types;
+      for (const StageRecord& st : p.stages) types += (types.empty() ? "" : ",") + st.gpu_type;
+      note(name + ": plan epoch " + std::to_string(p.epoch) + " " + p.summary + " on " + std::to_string(p.gpus) +
+           " GPUs [" + types + "], predicted " + std::to_string(static_cast<int>(p.predicted_tokens_per_s)) +
+           " tokens/s");
+      record = &plans_.back();
+    }
+  }
+
+  const Json last = status.value("lastDecision", Json::object());
+  if (!last.empty()) {
+    DecisionRecord d;
+    d.t_s = t;
+    d.job = name;
+    d.action = last.value("action", "");
+    d.reason = last.value("reason", "");
+    d.epoch = last.value("epoch", std::int64_t{0});
+    d.has_benefit = last.contains("probability");
+    d.arrival_rate_per_s = last.value("arrivalRatePerSecond", 0.0);
+    d.speedup = last.value("speedup", 0.0);
+    d.overhead_s = last.value("overheadSeconds", 0.0);
+    d.required_idle_s = last.value("requiredIdleSeconds", 0.0);
+    d.probability = last.value("probability", 0.0);
+    d.threshold = last.value("threshold", 0.0);
+    bool seen = false;
+    for (auto it = decisions_.rbegin(); it != decisions_.rend() && !seen; ++it)
+      if (it->job == name) seen = it->action == d.action && it->reason == d.reason && it->epoch == d.epoch;
+    if (!seen) {
+      decisions_.push_back(d);
+      note(name + ": " + d.reason);
+    }
+  }
+}
+
+const Json& DemoObserver::job(const std::string& name) const {
+  auto it = jobs_.find(name);
+  return it == jobs_.end() ? kNull : it->second;
+}
+
+std::string DemoObserver::phase(const std::string& name) const {
+  const Json& j = job(name);
+  return j.is_object() ? j.value("status", Json::object()).value("phase", "") : "";
+}
+
+int DemoObserver::gpus(const std::string& name) const {
+  const Json& j = job(name);
+  return j.is_object() ? j.value("status", Json::object()).value("plan", Json::object()).value("gpus", 0) : 0;
+}
+
+std::int64_t DemoObserver::step(const std::string& name) const {
+  const Json& j = job(name);
+  return j.is_object() ? j.value("status", Json::object()).value("progress", Json::object()).value("step", std::int64_t{0})
+                       : 0;
+}
+
+std::vector<std::string> DemoObserver::job_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, j] : jobs_) out.push_back(name);
+  return out;
+}
+
+}  // namespace flotilla::cli
