@@ -48,11 +48,11 @@ std::string write_demo_picture(const DemoObserver& observer, const std::string& 
       << "set multiplot layout 3,1 title 'flotilla demo: the elastic job on emulated heterogeneous GPUs'\n"
       << "set grid\nset key top right\n"
       << "set title 'loss: elastic job (" << rescales << " plans) vs uninterrupted reference run'\n"
-      << "set xlabel 'step'\nset ylabel 'loss'\n"
+      << "set xlabel 'step'\nset ylabel 'loss (log scale)'\nset logscale y\n"
       << "plot '" << (dir / "loss-reference.dat").string() << "' using 1:2 with lines lw 4 lc rgb '#bbbbbb' title "
       << "'reference (1 process)', '" << (dir / "loss-elastic.dat").string()
       << "' using 1:2 with lines lw 1 lc rgb '#d62728' title 'elastic job'\n"
-      << "set title 'GPUs held and plan epoch'\nset xlabel 'seconds'\nset ylabel 'GPUs'\nset y2label 'epoch'\n"
+      << "unset logscale y\nset title 'GPUs held and plan epoch'\nset xlabel 'seconds'\nset ylabel 'GPUs'\nset y2label 'epoch'\n"
       << "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\n"
       << "plot '" << (dir / "elastic.dat").string() << "' using 1:2 with steps lw 2 title 'GPUs', '"
       << (dir / "elastic.dat").string() << "' using 1:3 axes x1y2 with steps lw 1 dt 2 title 'plan epoch'\n"

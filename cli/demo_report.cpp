@@ -139,7 +139,8 @@ std::vector<std::string> print_report(const ReportInputs& in) {
     if (phase != "Succeeded") failed.push_back("job " + name + " ended " + (phase.empty() ? "unseen" : phase));
   }
 
-  std::printf("\nPlans of the elastic job (predicted by the planner vs measured on the emulated GPUs):\n");
+  std::printf("\nPlans of the elastic job (predicted by the planner vs measured on the emulated GPUs; 'resumed': from\n"
+              "the first poll that showed the plan to the start of its first step, +-0.3 s):\n");
   std::printf("  %-5s %-16s %-5s %-28s %10s %10s %7s %9s %10s\n", "epoch", "plan", "GPUs", "decision", "pred tok/s",
               "meas tok/s", "ratio", "resumed", "steps lost");
   std::int64_t previous_last = -1;
