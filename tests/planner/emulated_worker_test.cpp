@@ -30,19 +30,14 @@ using namespace flotilla;
 using namespace flotilla::planner;
 using namespace std::chrono_literals;
 
-// The demo's types (examples/local-catalog.yaml has the same numbers): emu-slow runs at a third
-// of emu-fast's speed; emu-small is fast but holds only part of the small model (~5.6 MB).
-const char* kCatalog = R"(gpus:
-  emu-fast: {emulated: true, memory_bytes: 64000000, peak_bf16_tflops: 0.0015, compute_efficiency: 1,
-             mem_bandwidth_bytes_per_s: 1e10, gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11,
-             inter_node_bandwidth_bytes_per_s: 1e10, usd_per_hour: 3, runtime_overhead_bytes: 0}
-  emu-slow: {emulated: true, memory_bytes: 64000000, peak_bf16_tflops: 0.0005, compute_efficiency: 1,
-             mem_bandwidth_bytes_per_s: 1e10, gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11,
-             inter_node_bandwidth_bytes_per_s: 1e10, usd_per_hour: 1, runtime_overhead_bytes: 0}
-  emu-small: {emulated: true, memory_bytes: 4600000, peak_bf16_tflops: 0.0015, compute_efficiency: 1,
-              mem_bandwidth_bytes_per_s: 1e10, gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11,
-              inter_node_bandwidth_bytes_per_s: 1e10, usd_per_hour: 1, runtime_overhead_bytes: 0}
-)";
+// The demo's emulated types, from the file flotilla demo and devcluster use: emu-slow runs at a
+// third of emu-fast's speed; emu-small is fast but holds only part of the small model (~6 MB).
+std::string demo_catalog() {
+  std::ifstream in(std::string(FLOTILLA_SOURCE_DIR) + "/examples/local-catalog.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 struct World {
   GpuCatalog catalog;
@@ -175,7 +170,7 @@ EmulatedGpu emulated(const World& w, const std::string& type) {
 }
 
 TEST_F(EmulatedWorker, FewerLayersOnTheSlowGpuBeatAnEvenSplitAsPredicted) {
-  const World world(kCatalog);
+  const World world(demo_catalog());
   ClusterSpec cluster;
   cluster.nodes = {node("fast-0", "emu-fast", 1), node("slow-0", "emu-slow", 1)};
   PlaceRequest request = small_job();
@@ -218,7 +213,7 @@ TEST_F(EmulatedWorker, FewerLayersOnTheSlowGpuBeatAnEvenSplitAsPredicted) {
 }
 
 TEST_F(EmulatedWorker, APlanPredictedToFitFitsAndAWrongCapacityHitsTheEmulatedOutOfMemory) {
-  const World world(kCatalog);
+  const World world(demo_catalog());
   const EmulatedGpu small = emulated(world, "emu-small");
   ClusterSpec cluster;
   cluster.nodes = {node("small-0", "emu-small", 2)};
@@ -243,7 +238,8 @@ TEST_F(EmulatedWorker, APlanPredictedToFitFitsAndAWrongCapacityHitsTheEmulatedOu
 
   // Told a wrong capacity (64 MB), the planner puts the whole model on one GPU; the worker, on
   // the real 3.5 MB, runs out of emulated GPU memory with one line and exit code 2.
-  std::string wrong = kCatalog;
+  std::string wrong = demo_catalog();
+  ASSERT_NE(wrong.find("memory_bytes: 4600000"), std::string::npos) << "emu-small's memory changed: update this test";
   wrong.replace(wrong.find("memory_bytes: 4600000"), std::string("memory_bytes: 4600000").size(),
                 "memory_bytes: 64000000");
   const World misinformed(wrong);
