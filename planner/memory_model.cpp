@@ -144,7 +144,9 @@ std::int64_t block_activation_bytes(const ModelSpec& m, int block, int tp, int m
   const double t = tp;
   const double sbh = s * b * h;
   const double sp_div = o.sequence_parallel ? t : 1.0;
-  if (o.reference_worker_activations) {
+  // The reference worker never recomputes; a recompute setting (which suggest.h tries on plans
+  // that fit nowhere) is counted as Megatron's recomputing layers keep it, as before this count.
+  if (o.reference_worker_activations && o.recompute == Recompute::kNone) {
     // fp32, no dropout: the embedding's and the final norm's outputs are one sbh of floats each.
     if (block == 0 || block == m.num_layers + 1) return static_cast<i64>(4.0 * sbh);
     return static_cast<i64>(4.0 * reference_block_activation_floats(b, s, h, m.ffn_hidden, m.heads));
@@ -210,7 +212,7 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const StageShape& sh, const Mem
   }
   // The reference worker's backward of a block holds gradients of each saved activation while it
   // runs: about one more block's activations.
-  if (o.reference_worker_activations && nlayers > 0)
+  if (o.reference_worker_activations && o.recompute == Recompute::kNone && nlayers > 0)
     transient += static_cast<double>(block_activation_bytes(m, 1, sh.tp, sh.micro_batch_size, o));
   if (o.recompute == Recompute::kFull && nlayers > 0) {
     TrainingOptions none = o;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
+#include "scaler/benefit_check.h"
 #include "tests/operator/operator_fixture.h"
 
 namespace fo = flotilla::op;
@@ -247,4 +249,40 @@ TEST(JobReconciler, AWorkerThatGaveUpFailsTheJobAndCleansUp) {
   EXPECT_EQ(h.phase(), "Failed");
   EXPECT_NE(condition(h.obs.status, "Failed").find("WorkerFailed"), std::string::npos);
   EXPECT_EQ(a.remove.size(), 2u);
+}
+
+// A scale-up the benefit check refuses changes nothing, but its inputs reach status once (the
+// user's question: why did my job not grow onto the idle GPUs?), with an event.
+TEST(JobReconciler, ARefusedScaleUpIsWrittenToStatusWithItsInputsOnce) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 1);
+  h.apply(h.step());
+  h.report(h.obs.pods[0], flotilla::PodState::kRunning, 1, 5);
+  h.obs.decision.reset();
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+
+  fs::AllocatorDecision refused = decision(fs::AllocAction::kKeep, 1, "BenefitCheckRefused");
+  refused.benefit = fs::check_benefit(0.2, 1.5, 3.0);  // P = exp(-0.2 * 3 * 1.5 / 0.5) = 0.165
+  ASSERT_FALSE(refused.benefit->scale_up);
+  refused.reason = "keep: scale-up to 4 refused: " + refused.benefit->explain();
+  h.obs.decision = refused;
+  auto a = h.step();
+  ASSERT_TRUE(a.status);
+  const auto& last = (*a.status)["lastDecision"];
+  EXPECT_EQ(last.value("action", ""), "keep");
+  EXPECT_NEAR(last.value("arrivalRatePerSecond", 0.0), 0.2, 1e-12);
+  EXPECT_NEAR(last.value("speedup", 0.0), 1.5, 1e-12);
+  EXPECT_NEAR(last.value("overheadSeconds", 0.0), 3.0, 1e-12);
+  EXPECT_NEAR(last.value("probability", 0.0), std::exp(-0.2 * 9.0), 1e-9);
+  EXPECT_TRUE(a.create.empty() && a.remove.empty() && a.annotate.empty()) << "a refusal changes no pod";
+  EXPECT_EQ(h.epoch(), 1);
+  bool evented = false;
+  for (const auto& e : a.events) evented = evented || e.reason == "BenefitCheckRefused";
+  EXPECT_TRUE(evented);
+  h.apply(a);
+  a = h.step();
+  bool again = false;
+  for (const auto& e : a.events) again = again || e.reason == "BenefitCheckRefused";
+  EXPECT_FALSE(again) << "written once per change, not on every reconcile";
 }
