@@ -163,8 +163,12 @@ std::vector<std::string> print_report(const ReportInputs& in) {
     }
     if (em && em->last_step >= 0) previous_last = std::max(previous_last, em->last_step);
     char resumed[32] = "-";
-    if (p.epoch > 1 && em && em->first_step_start_unix_ms > 0)
-      std::snprintf(resumed, sizeof resumed, "%.1f s", (em->first_step_start_unix_ms - p.seen_unix_ms) / 1000.0);
+    if (p.epoch > 1 && em && em->first_step_start_unix_ms > 0) {
+      const double resumed_s = (em->first_step_start_unix_ms - p.seen_unix_ms) / 1000.0;
+      // Below the poll interval the poll, not the rescale, is what was measured.
+      if (resumed_s < 0.3) std::snprintf(resumed, sizeof resumed, "<0.3 s");
+      else std::snprintf(resumed, sizeof resumed, "%.1f s", resumed_s);
+    }
     const double measured = em ? em->measured_tokens_per_s : 0;
     char ratio[16] = "-";
     if (measured > 0 && p.predicted_tokens_per_s > 0)
