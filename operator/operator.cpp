@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "kube/clock.h"
 #include "operator/job_reconciler.h"
@@ -70,6 +72,22 @@ planner::ClusterSpec capacity_of(const ClusterView& view) {
     if (n.healthy && !n.gpu_type.empty() && n.gpus > 0)
       spec.nodes.push_back({n.name, n.gpu_type, n.gpus, n.zone, n.zone});
   return spec;
+}
+
+// A new measurement replaces the folded one only when some GPU type's ratio moved by 10 % or
+// more (or a type is new): step-to-step noise must not rebuild the job's table every report.
+bool moved_enough(const std::vector<std::pair<std::string, std::pair<double, double>>>& folded,
+                  const std::vector<MeasuredRatio>& measured) {
+  constexpr double kRelativeChange = 0.10;
+  if (folded.size() != measured.size()) return true;
+  for (const MeasuredRatio& r : measured) {
+    auto it = std::find_if(folded.begin(), folded.end(), [&](const auto& f) { return f.first == r.gpu_type; });
+    if (it == folded.end()) return true;
+    if (std::abs(r.forward / it->second.first - 1) >= kRelativeChange ||
+        std::abs(r.backward / it->second.second - 1) >= kRelativeChange)
+      return true;
+  }
+  return false;
 }
 
 const char* direction_of(scaler::AllocAction a) {
@@ -185,8 +203,10 @@ void Operator::update_measured_profile(const Json& job, const JobObservation& ob
     }
     if (highest < m.first_step + kWarmupSteps) return;
     folded = measure_profile(*model, *plan, reports, compute_, catalog_);
-    if (!folded || folded->signature == m.signature) return;
+    if (!folded || !moved_enough(m.ratios, folded->ratios)) return;
     m.signature = folded->signature;
+    m.ratios.clear();
+    for (const MeasuredRatio& r : folded->ratios) m.ratios.push_back({r.gpu_type, {r.forward, r.backward}});
     m.profiles = std::make_unique<planner::ProfileSet>();
     for (planner::GpuProfile& p : folded->profiles) m.profiles->add(std::move(p));
     m.compute = std::make_unique<planner::ComputeModel>(m.profiles.get());

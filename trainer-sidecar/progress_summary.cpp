@@ -1,5 +1,9 @@
 #include "trainer-sidecar/progress_summary.h"
 
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
 namespace flotilla::sidecar {
 namespace {
 
@@ -15,6 +19,10 @@ double mean(const std::vector<double>& v) {
 void ProgressSummary::reset(int pp) { *this = ProgressSummary(pp); }
 
 bool ProgressSummary::fold(const std::string& line) {
+  if (line.find("\"memory\"") != std::string::npos) {
+    fold_memory(line);
+    return false;
+  }
   if (line.find("\"step\"") == std::string::npos) return false;
   auto p = parse_step_line(line, nullptr);
   if (!p) return false;
@@ -31,6 +39,14 @@ bool ProgressSummary::fold(const std::string& line) {
   if (p->dp_index == 0)
     stages_[p->stage] = StageSeconds{p->stage, mean(p->forward_seconds), mean(p->backward_seconds)};
   return true;
+}
+
+void ProgressSummary::fold_memory(const std::string& line) {
+  const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("event", "") != "memory") return;
+  const auto it = j.find("peak_bytes");
+  if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) return;
+  peak_bytes_ = std::max(peak_bytes_, it->get<std::int64_t>());
 }
 
 std::vector<StageSeconds> ProgressSummary::stage_seconds() const {

@@ -6,7 +6,8 @@
 //   tokens/s come from the newest line of the last stage (the stage that computes the loss;
 //   every rank carries rank 0's global loss, so any line would do when the last stage is in
 //   another pod); forward/backward seconds are the mean over the stage's micro-batches.
-//   Lines of other events ("start", "checkpoint") are ignored.
+//   A "memory" line raises peak_bytes() to its peak_bytes; other events ("start",
+//   "checkpoint") are ignored.
 // Assumes: lines of one epoch and one attempt; reset() before a new attempt.
 // Caveats: pure (no I/O, no clock).
 #pragma once
@@ -32,14 +33,19 @@ class ProgressSummary {
   double loss() const { return loss_; }
   double tokens_per_second() const { return tokens_per_s_; }
   std::vector<StageSeconds> stage_seconds() const;
+  // The largest peak a rank of this pod measured ("memory" lines, written once per attempt after
+  // the first step, when 1F1B's warm-up has held the most activations); 0 while none.
+  std::int64_t peak_bytes() const { return peak_bytes_; }
 
  private:
+  void fold_memory(const std::string& line);
   int pp_ = 1;
   bool has_step_ = false;
   bool loss_from_last_stage_ = false;
   std::int64_t completed_ = 0;
   double loss_ = 0, tokens_per_s_ = 0;
   std::map<int, StageSeconds> stages_;
+  std::int64_t peak_bytes_ = 0;
 };
 
 }  // namespace flotilla::sidecar

@@ -141,6 +141,7 @@ class Sidecar {
       tokens_per_s_ = summary_.tokens_per_second();
       stage_seconds_ = summary_.stage_seconds();
     }
+    peak_bytes_ = std::max(peak_bytes_, summary_.peak_bytes());
   }
 
   void observe_workers() {
@@ -199,7 +200,7 @@ class Sidecar {
 
   void begin_rendezvous() {
     event("barrier_lifted");
-    if (attempt_epoch_ != st_.epoch) attempt_ = 0;  // attempts count per epoch
+    if (attempt_epoch_ != st_.epoch) attempt_ = 0, peak_bytes_ = 0;  // attempts and peaks are per epoch
     attempt_epoch_ = st_.epoch;
     ++attempt_;
     if (plan_->rendezvous_pod.empty() || plan_->rendezvous_pod == o_.pod_name) {
@@ -265,6 +266,7 @@ class Sidecar {
     if (plan_)
       if (auto ck = worker::find_latest_complete(plan_->checkpoint_dir)) r.last_checkpoint_step = ck->step;
     r.stage_seconds = stage_seconds_;
+    r.peak_bytes = peak_bytes_;
     r.restarts = st_.restarts;
     r.message = st_.message;
     return r;
@@ -313,6 +315,7 @@ class Sidecar {
   std::int64_t step_ = 0;
   double loss_ = 0, tokens_per_s_ = 0;
   std::vector<StageSeconds> stage_seconds_;
+  std::int64_t peak_bytes_ = 0;  // of this epoch's attempts
   std::string last_report_key_;
   Clock::time_point last_report_at_{};
   std::optional<int> exit_code_;

@@ -47,6 +47,22 @@ TEST(SidecarProgress, KeepsNewestStepLastStageLossAndMeanStageSeconds) {
   EXPECT_DOUBLE_EQ(stages[1].backward_s, 1.0);
 }
 
+// The worker's "memory" lines (emulated GPUs) become the report's peakBytes: the pod's busiest
+// rank, never a malformed or non-positive value; they are not step lines.
+TEST(SidecarProgress, MemoryLinesGiveThePodsLargestMeasuredPeak) {
+  ProgressSummary s(2);
+  EXPECT_EQ(s.peak_bytes(), 0);
+  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":0,"stage":0,"peak_bytes":2130000,"capacity_bytes":4600000})"));
+  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":1,"stage":1,"peak_bytes":3000000})"));
+  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":2,"stage":1,"peak_bytes":-5})"));
+  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":3,"stage":1,"peak_bytes":"lots"})"));
+  EXPECT_FALSE(s.fold(R"({"event":"memory", truncated)"));
+  EXPECT_EQ(s.peak_bytes(), 3000000);
+  EXPECT_FALSE(s.has_step());
+  s.reset(2);
+  EXPECT_EQ(s.peak_bytes(), 0);
+}
+
 TEST(SidecarProgress, TailReturnsEachCompleteLineOnce) {
   auto path = std::filesystem::temp_directory_path() / ("sidecar-tail-" + std::to_string(::getpid()));
   std::filesystem::remove(path);
