@@ -17,6 +17,7 @@
 #include "kube/config.h"
 #include "kube/net/http_client.h"
 #include "kube/yaml_json.h"
+#include "process/poll_until.h"
 #include "process/free_port.h"
 #include "process/proc_table.h"
 #include "process/self_executable.h"
@@ -31,14 +32,10 @@ using namespace std::chrono_literals;
 
 const kube::Resource kTrainingJobs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
 
+// Polls every 100 ms: the processes waited on take seconds to start or stop.
 template <class Pred>
 bool poll_until(Pred pred, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return pred();
+  return process::poll_until(pred, limit, 100ms);
 }
 
 bool alive(pid_t pid, unsigned long long start_time) {

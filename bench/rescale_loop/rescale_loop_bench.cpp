@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "process/poll_until.h"
 #include "common/pod_plan.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -53,12 +54,7 @@ std::vector<json> read_lines(const fs::path& path) {
 
 template <class F>
 bool wait_for(F pred, std::chrono::seconds limit = 60s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
+  return flotilla::process::poll_until(pred, limit);
 }
 
 struct Bench {

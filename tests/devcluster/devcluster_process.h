@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "process/poll_until.h"
 #include "kube/net/http_client.h"
 #include "process/spawn.h"
 #include "tests/common/tools.h"
@@ -60,12 +61,7 @@ inline CommandResult run_command(const std::string& cmd) {
 // Polls `pred` every 50 ms until it holds or `limit` passes.
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
+  return flotilla::process::poll_until(pred, limit, 50ms);
 }
 
 inline std::string binary() { return std::string(FLOTILLA_BINARY_DIR) + "/devcluster/flotilla-devcluster"; }

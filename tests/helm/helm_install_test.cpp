@@ -6,6 +6,7 @@
 // Skips, saying why, while devcluster serves no apps/v1 (Deployments) or enforces no RBAC.
 #include <gtest/gtest.h>
 
+#include "process/poll_until.h"
 #include "kube/net/http_client.h"
 #include "process/free_port.h"
 #include "tests/helm/chart_render.h"
@@ -97,12 +98,7 @@ class HelmInstall : public ::testing::Test {
     return kubectl("-n default get tj " + job + " -o 'jsonpath={" + jsonpath + "}'").output;
   }
   bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(300ms);
-    }
-    return pred();
+    return flotilla::process::poll_until(pred, limit, 300ms);
   }
   std::string metrics() {
     flotilla::kube::net::ClientConfig c;

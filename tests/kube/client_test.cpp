@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "process/poll_until.h"
 #include "kube/client.h"
 #include "kube/controller.h"
 #include "kube/event_recorder.h"
@@ -41,12 +42,7 @@ class KubeClientTest : public ::testing::Test {
   // Bounded wait for a condition (real time).
   template <class F>
   static bool eventually(F&& done, std::chrono::milliseconds limit = 10s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return done();
+    return flotilla::process::poll_until(done, limit, 5ms);
   }
 
   std::unique_ptr<Devcluster> cluster_;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "process/poll_until.h"
 #include "tests/common/tools.h"
 #include "tests/devcluster/devcluster_process.h"
 
@@ -99,12 +100,7 @@ class LocalCluster : public ::testing::Test {
     return kubectl("get tj " + job + " -o 'jsonpath={" + jsonpath + "}'").output;
   }
   bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(300ms);
-    }
-    return pred();
+    return flotilla::process::poll_until(pred, limit, 300ms);
   }
   // An uninterrupted run of the same job (model, data, seed, batch geometry, steps).
   std::string reference_loss(int steps) {

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <thread>
 
+#include "process/poll_until.h"
 #include "process/child.h"
 #include "process/fork_call.h"
 #include "process/group_signal.h"
@@ -48,12 +49,7 @@ bool alive(pid_t pid) {
 
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds limit = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
+  return flotilla::process::poll_until(pred, limit, 10ms);
 }
 
 }  // namespace
