@@ -15,7 +15,10 @@
 // devcluster GET round trip is measured in each cluster too, as the floor of any reconcile.
 // Goals (issue 9): reconcile p99 < 50 ms, allocator pass < 1 s, RSS < 200 MB at 1,000 jobs.
 //
-// Usage: bench_operator_scale [--jobs N] [--baseline-jobs B] [--settle-s S] [--timeout-s T]
+// Nodes sit in one zone by default; --zones Z spreads them over Z zones, which the planner
+// searches as Z pools of H100 (measured far slower: docs/operator.md, "Scale").
+//
+// Usage: bench_operator_scale [--jobs N] [--baseline-jobs B] [--zones Z] [--settle-s S] [--timeout-s T]
 //        bench_operator_scale --quick   (100 jobs, baseline 10)
 //        bench_operator_scale --smoke   (20 jobs, baseline 5, short settle: the ctest smoke)
 // Exit status: 0 when every scale ran and every job got a decision (goals are printed, not
@@ -165,13 +168,16 @@ Json job_manifest(int i) {
                 {"elasticity", {{"mode", modes[(i / 12) % 3]}}}}}};
 }
 
-// A job is decided when its status carries a plan with pods, or Planned=False (it waits, or
-// fits nowhere, with the reason).
+// A job is decided when its status carries a plan with pods, or Planned=False with the
+// allocator's or the planner's reason (it waits for GPUs, or fits nowhere); the reconcile's
+// placeholder before the first cluster pass (WaitingForAllocator) is no decision yet.
 bool decided(const Json& job) {
   const Json status = job.value("status", Json::object());
   if (!status.value("/plan/pods"_json_pointer, Json::array()).empty()) return true;
   for (const Json& c : status.value("conditions", Json::array()))
-    if (c.value("type", "") == "Planned" && c.value("status", "") == "False") return true;
+    if (c.value("type", "") == "Planned" && c.value("status", "") == "False" &&
+        c.value("reason", "") != "WaitingForAllocator")
+      return true;
   return false;
 }
 
@@ -181,6 +187,7 @@ struct ScaleResult {
   int jobs = 0, nodes = 0;
   double devcluster_start_s = 0, submit_s = 0, all_decided_s = 0;
   int with_pods = 0, waiting = 0;
+  std::map<std::string, int> waiting_reasons;  // Planned=False reason -> jobs
   double get_p50_ms = 0, get_p99_ms = 0;
   Histogram job_reconcile, cluster_pass;
   long rss_kb = 0, hwm_kb = 0;
@@ -188,7 +195,8 @@ struct ScaleResult {
 
 class Scale {
  public:
-  Scale(int jobs, double settle_s, double timeout_s) : jobs_(jobs), settle_s_(settle_s), timeout_s_(timeout_s) {
+  Scale(int jobs, int zones, double settle_s, double timeout_s)
+      : jobs_(jobs), zones_(zones), settle_s_(settle_s), timeout_s_(timeout_s) {
     dir_ = fs::temp_directory_path() / ("bench-operator-scale-" + std::to_string(getpid()) + "-" + std::to_string(jobs));
   }
   ~Scale() {
@@ -226,7 +234,7 @@ class Scale {
     std::ofstream nodes(dir_ / "nodes.yaml");
     nodes << "nodes:\n";
     for (int i = 0; i < jobs_; ++i)
-      nodes << "  - {name: node-" << i << ", gpuType: H100-80, gpuCount: 8, zone: zone-" << i % 4 << "}\n";
+      nodes << "  - {name: node-" << i << ", gpuType: H100-80, gpuCount: 8, zone: zone-" << i % zones_ << "}\n";
     nodes.close();
     process::SpawnOptions o;
     o.argv = {std::string(FLOTILLA_BINARY_DIR) + "/devcluster/flotilla-devcluster",
@@ -355,11 +363,18 @@ class Scale {
       if (!operator_.running()) return fail("flotilla-operator exited", dir_ / "operator.log");
       if (listed) {
         int count = 0, with_pods = 0;
+        std::map<std::string, int> reasons;
         for (const Json& job : (*listed)["items"]) {
           if (!decided(job)) continue;
           ++count;
-          if (!job.value("/status/plan/pods"_json_pointer, Json::array()).empty()) ++with_pods;
+          if (!job.value("/status/plan/pods"_json_pointer, Json::array()).empty()) {
+            ++with_pods;
+            continue;
+          }
+          for (const Json& c : job["status"].value("conditions", Json::array()))
+            if (c.value("type", "") == "Planned") ++reasons[c.value("reason", "") + ": " + c.value("message", "").substr(0, 120)];
         }
+        r_.waiting_reasons = reasons;
         if (count != last_decided) {
           std::printf("  %4d jobs: %4d decided (%d with pods) after %.1f s\n", jobs_, count, with_pods,
                       seconds_since(submitted_));
@@ -380,7 +395,7 @@ class Scale {
     return fail("not every job got a decision within " + std::to_string(timeout_s_) + " s", dir_ / "operator.log");
   }
 
-  int jobs_;
+  int jobs_, zones_;
   double settle_s_, timeout_s_;
   fs::path dir_;
   ScaleResult r_;
@@ -395,6 +410,7 @@ void print(const ScaleResult& r) {
   std::printf("%5d jobs on %5d nodes x 8 H100: devcluster up %.1f s, submitted in %.1f s, all decided after %.1f s "
               "(%d with pods, %d waiting)\n",
               r.jobs, r.nodes, r.devcluster_start_s, r.submit_s, r.all_decided_s, r.with_pods, r.waiting);
+  for (const auto& [reason, n] : r.waiting_reasons) std::printf("  waiting %4d: %s\n", n, reason.c_str());
   std::printf("  job reconcile: %6.0f calls  p50 %8.2f ms  p99 %8.2f ms  mean %8.2f ms  max <= %g s\n",
               r.job_reconcile.count, r.job_reconcile.quantile(0.5) * 1e3, r.job_reconcile.quantile(0.99) * 1e3,
               r.job_reconcile.count > 0 ? r.job_reconcile.sum / r.job_reconcile.count * 1e3 : 0,
@@ -413,7 +429,7 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 1000, baseline = 10;
+  int jobs = 1000, baseline = 10, zones = 1;
   double settle_s = 15, timeout_s = 900;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -421,27 +437,28 @@ int main(int argc, char** argv) {
     if (a == "--jobs") jobs = static_cast<int>(next());
     else if (a == "--baseline-jobs") baseline = static_cast<int>(next());
     else if (a == "--settle-s") settle_s = next();
+    else if (a == "--zones") zones = static_cast<int>(next());
     else if (a == "--timeout-s") timeout_s = next();
     else if (a == "--quick") jobs = 100, baseline = 10;
     else if (a == "--smoke") jobs = 20, baseline = 5, settle_s = 6, timeout_s = 60;
     else {
       std::fprintf(stderr,
-                   "usage: bench_operator_scale [--jobs N] [--baseline-jobs B] [--settle-s S] [--timeout-s T] "
+                   "usage: bench_operator_scale [--jobs N] [--baseline-jobs B] [--zones Z] [--settle-s S] [--timeout-s T] "
                    "[--quick] [--smoke]\n");
       return 2;
     }
   }
-  if (jobs < 1 || baseline < 1) {
-    std::fprintf(stderr, "bench_operator_scale: --jobs and --baseline-jobs must be at least 1\n");
+  if (jobs < 1 || baseline < 1 || zones < 1) {
+    std::fprintf(stderr, "bench_operator_scale: --jobs, --baseline-jobs and --zones must be at least 1\n");
     return 2;
   }
-  std::printf("bench_operator_scale: baseline %d jobs, then %d jobs; one node (8 H100) per job; settle %.0f s; "
-              "%u cores here\n",
-              baseline, jobs, settle_s, std::thread::hardware_concurrency());
+  std::printf("bench_operator_scale: baseline %d jobs, then %d jobs; one node (8 H100) per job in %d zone(s); "
+              "settle %.0f s; %u cores here\n",
+              baseline, jobs, zones, settle_s, std::thread::hardware_concurrency());
   std::fflush(stdout);
   ScaleResult base, big;
   {
-    Scale s(baseline, settle_s, timeout_s);
+    Scale s(baseline, zones, settle_s, timeout_s);
     base = s.run();
   }
   if (!base.ok) {
@@ -450,7 +467,7 @@ int main(int argc, char** argv) {
   }
   print(base);
   {
-    Scale s(jobs, settle_s, timeout_s);
+    Scale s(jobs, zones, settle_s, timeout_s);
     big = s.run();
   }
   if (!big.ok) {
