@@ -30,8 +30,8 @@ int NodeView::held() const {
 }
 
 const NodeView* ClusterView::find(const std::string& name) const {
-  if (auto it = index_by_name.find(name); it != index_by_name.end() && it->second < nodes.size() &&
-                                          nodes[it->second].name == name)
+  if (auto it = index_by_name.find(name);
+      it != index_by_name.end() && it->second < nodes.size() && nodes[it->second].name == name)
     return &nodes[it->second];
   for (const NodeView& n : nodes)
     if (n.name == name) return &n;

@@ -295,7 +295,8 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
         // pass may see that before the job's new status. A failed pod of an older epoch is the
         // old incarnation of one this plan replaces.
         if (auto it = job_pods.find(pod.name); it != job_pods.end())
-          pod_alive = pod_alive && (it->second->phase != "Failed" || it->second->plan.value_or(PodPlan{}).epoch < plan->epoch);
+          pod_alive =
+              pod_alive && (it->second->phase != "Failed" || it->second->plan.value_or(PodPlan{}).epoch < plan->epoch);
         if (pod_alive) alive += pod.gpus;
       }
       a.gpus_alive = alive;

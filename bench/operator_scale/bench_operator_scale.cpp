@@ -197,7 +197,8 @@ class Scale {
  public:
   Scale(int jobs, int zones, double settle_s, double timeout_s)
       : jobs_(jobs), zones_(zones), settle_s_(settle_s), timeout_s_(timeout_s) {
-    dir_ = fs::temp_directory_path() / ("bench-operator-scale-" + std::to_string(getpid()) + "-" + std::to_string(jobs));
+    dir_ =
+        fs::temp_directory_path() / ("bench-operator-scale-" + std::to_string(getpid()) + "-" + std::to_string(jobs));
   }
   ~Scale() {
     if (operator_.pid() > 0) operator_.terminate(5000ms);
@@ -372,7 +373,8 @@ class Scale {
             continue;
           }
           for (const Json& c : job["status"].value("conditions", Json::array()))
-            if (c.value("type", "") == "Planned") ++reasons[c.value("reason", "") + ": " + c.value("message", "").substr(0, 120)];
+            if (c.value("type", "") == "Planned")
+              ++reasons[c.value("reason", "") + ": " + c.value("message", "").substr(0, 120)];
         }
         r_.waiting_reasons = reasons;
         if (count != last_decided) {
@@ -407,9 +409,10 @@ class Scale {
 };
 
 void print(const ScaleResult& r) {
-  std::printf("%5d jobs on %5d nodes x 8 H100: devcluster up %.1f s, submitted in %.1f s, all decided after %.1f s "
-              "(%d with pods, %d waiting)\n",
-              r.jobs, r.nodes, r.devcluster_start_s, r.submit_s, r.all_decided_s, r.with_pods, r.waiting);
+  std::printf(
+      "%5d jobs on %5d nodes x 8 H100: devcluster up %.1f s, submitted in %.1f s, all decided after %.1f s "
+      "(%d with pods, %d waiting)\n",
+      r.jobs, r.nodes, r.devcluster_start_s, r.submit_s, r.all_decided_s, r.with_pods, r.waiting);
   for (const auto& [reason, n] : r.waiting_reasons) std::printf("  waiting %4d: %s\n", n, reason.c_str());
   std::printf("  job reconcile: %6.0f calls  p50 %8.2f ms  p99 %8.2f ms  mean %8.2f ms  max <= %g s\n",
               r.job_reconcile.count, r.job_reconcile.quantile(0.5) * 1e3, r.job_reconcile.quantile(0.99) * 1e3,
@@ -434,17 +437,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::atof(argv[++i]) : 0.0; };
-    if (a == "--jobs") jobs = static_cast<int>(next());
-    else if (a == "--baseline-jobs") baseline = static_cast<int>(next());
-    else if (a == "--settle-s") settle_s = next();
-    else if (a == "--zones") zones = static_cast<int>(next());
-    else if (a == "--timeout-s") timeout_s = next();
-    else if (a == "--quick") jobs = 100, baseline = 10;
-    else if (a == "--smoke") jobs = 20, baseline = 5, settle_s = 6, timeout_s = 60;
+    if (a == "--jobs")
+      jobs = static_cast<int>(next());
+    else if (a == "--baseline-jobs")
+      baseline = static_cast<int>(next());
+    else if (a == "--settle-s")
+      settle_s = next();
+    else if (a == "--zones")
+      zones = static_cast<int>(next());
+    else if (a == "--timeout-s")
+      timeout_s = next();
+    else if (a == "--quick")
+      jobs = 100, baseline = 10;
+    else if (a == "--smoke")
+      jobs = 20, baseline = 5, settle_s = 6, timeout_s = 60;
     else {
-      std::fprintf(stderr,
-                   "usage: bench_operator_scale [--jobs N] [--baseline-jobs B] [--zones Z] [--settle-s S] [--timeout-s T] "
-                   "[--quick] [--smoke]\n");
+      std::fprintf(
+          stderr,
+          "usage: bench_operator_scale [--jobs N] [--baseline-jobs B] [--zones Z] [--settle-s S] [--timeout-s T] "
+          "[--quick] [--smoke]\n");
       return 2;
     }
   }
@@ -452,9 +463,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_operator_scale: --jobs, --baseline-jobs and --zones must be at least 1\n");
     return 2;
   }
-  std::printf("bench_operator_scale: baseline %d jobs, then %d jobs; one node (8 H100) per job in %d zone(s); "
-              "settle %.0f s; %u cores here\n",
-              baseline, jobs, zones, settle_s, std::thread::hardware_concurrency());
+  std::printf(
+      "bench_operator_scale: baseline %d jobs, then %d jobs; one node (8 H100) per job in %d zone(s); "
+      "settle %.0f s; %u cores here\n",
+      baseline, jobs, zones, settle_s, std::thread::hardware_concurrency());
   std::fflush(stdout);
   ScaleResult base, big;
   {
@@ -476,18 +488,19 @@ int main(int argc, char** argv) {
   }
   print(big);
   const double scale = ratio(jobs, baseline);
-  std::printf("ratio %d / %d jobs (x%.0f): reconcile p50 x%.2f, p99 x%.2f; cluster pass p99 x%.2f; RSS x%.2f; "
-              "GET p50 x%.2f\n",
-              jobs, baseline, scale, ratio(big.job_reconcile.quantile(0.5), base.job_reconcile.quantile(0.5)),
-              ratio(big.job_reconcile.quantile(0.99), base.job_reconcile.quantile(0.99)),
-              ratio(big.cluster_pass.quantile(0.99), base.cluster_pass.quantile(0.99)),
-              ratio(static_cast<double>(big.rss_kb), static_cast<double>(base.rss_kb)),
-              ratio(big.get_p50_ms, base.get_p50_ms));
+  std::printf(
+      "ratio %d / %d jobs (x%.0f): reconcile p50 x%.2f, p99 x%.2f; cluster pass p99 x%.2f; RSS x%.2f; "
+      "GET p50 x%.2f\n",
+      jobs, baseline, scale, ratio(big.job_reconcile.quantile(0.5), base.job_reconcile.quantile(0.5)),
+      ratio(big.job_reconcile.quantile(0.99), base.job_reconcile.quantile(0.99)),
+      ratio(big.cluster_pass.quantile(0.99), base.cluster_pass.quantile(0.99)),
+      ratio(static_cast<double>(big.rss_kb), static_cast<double>(base.rss_kb)), ratio(big.get_p50_ms, base.get_p50_ms));
   const double p99_ms = big.job_reconcile.quantile(0.99) * 1e3;
   const double pass_max_s = big.cluster_pass.max_bound();
-  std::printf("goal reconcile p99 < 50 ms: %s (%.2f ms); allocator pass < 1 s: %s (every pass <= %g s); "
-              "RSS < 200 MB: %s (%.1f MB peak)\n",
-              p99_ms < 50 ? "met" : "MISSED", p99_ms, pass_max_s <= 1 ? "met" : "MISSED", pass_max_s,
-              big.hwm_kb < 200 * 1024 ? "met" : "MISSED", big.hwm_kb / 1024.0);
+  std::printf(
+      "goal reconcile p99 < 50 ms: %s (%.2f ms); allocator pass < 1 s: %s (every pass <= %g s); "
+      "RSS < 200 MB: %s (%.1f MB peak)\n",
+      p99_ms < 50 ? "met" : "MISSED", p99_ms, pass_max_s <= 1 ? "met" : "MISSED", pass_max_s,
+      big.hwm_kb < 200 * 1024 ? "met" : "MISSED", big.hwm_kb / 1024.0);
   return 0;
 }

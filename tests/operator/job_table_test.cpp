@@ -64,12 +64,14 @@ TEST(ClusterViewIndex, FindIsRightOnBuiltAndHandBuiltViews) {
   const fo::testing::World world;
   std::vector<nlohmann::json> nodes;
   for (int i = 0; i < 3; ++i)
-    nodes.push_back({{"metadata", {{"name", "n" + std::to_string(i)}, {"labels", {{"nvidia.com/gpu.product", "emu-slow"}}}}},
-                     {"status", {{"allocatable", {{"nvidia.com/gpu", "2"}}},
-                                 {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
-  nlohmann::json pod = {{"metadata", {{"name", "p"}, {"namespace", "team"}, {"labels", {{flotilla::kJobLabel, "demo"}}}}},
-                        {"spec", {{"nodeName", "n2"}, {"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
-                        {"status", {{"phase", "Running"}}}};
+    nodes.push_back(
+        {{"metadata", {{"name", "n" + std::to_string(i)}, {"labels", {{"nvidia.com/gpu.product", "emu-slow"}}}}},
+         {"status",
+          {{"allocatable", {{"nvidia.com/gpu", "2"}}}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+  nlohmann::json pod = {
+      {"metadata", {{"name", "p"}, {"namespace", "team"}, {"labels", {{flotilla::kJobLabel, "demo"}}}}},
+      {"spec", {{"nodeName", "n2"}, {"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
+      {"status", {{"phase", "Running"}}}};
   const fo::ClusterView built = fo::build_cluster_view(nodes, {pod}, world.catalog, flotilla::kJobLabel);
   ASSERT_NE(built.find("n2"), nullptr);
   EXPECT_EQ(built.find("n2")->held(), 2);  // the pod found its node through the index
