@@ -63,6 +63,11 @@ std::vector<Json> StoreReader::list() const {
   return out;
 }
 
+void StoreReader::for_each(const std::function<void(const Json&)>& visit) const {
+  std::shared_lock lock(state_->mu);
+  for (const auto& [key, obj] : state_->objects) visit(obj);
+}
+
 std::vector<Json> StoreReader::list_namespace(const std::string& ns) const {
   std::shared_lock lock(state_->mu);
   std::vector<Json> out;

@@ -13,6 +13,7 @@
 // Caveat: only the latest version of each object is kept; no indexes besides the key.
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,6 +56,9 @@ class StoreReader {
   std::optional<Json> get(const std::string& ns, const std::string& name) const;
   std::vector<Json> list() const;
   std::vector<Json> list_namespace(const std::string& ns) const;
+  // Visits every object in key order without copying it, under the store's read lock: `visit`
+  // must be quick and must not call back into this store (writers wait meanwhile).
+  void for_each(const std::function<void(const Json&)>& visit) const;
   std::vector<std::string> keys() const;
   size_t size() const;
   std::string resource_version() const;  // of the last list or event applied

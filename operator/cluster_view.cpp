@@ -30,6 +30,9 @@ int NodeView::held() const {
 }
 
 const NodeView* ClusterView::find(const std::string& name) const {
+  if (auto it = index_by_name.find(name);
+      it != index_by_name.end() && it->second < nodes.size() && nodes[it->second].name == name)
+    return &nodes[it->second];
   for (const NodeView& n : nodes)
     if (n.name == name) return &n;
   return nullptr;
@@ -71,31 +74,40 @@ bool pod_terminal(const Json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
+void add_node_to_view(ClusterView& view, const Json& node, const planner::GpuCatalog& catalog) {
+  static const Json kNoLabels = Json::object();
+  const Json& meta = node["metadata"];
+  NodeView n;
+  n.name = meta.value("name", "");
+  auto labels_it = meta.find("labels");
+  const Json& labels = labels_it != meta.end() && labels_it->is_object() ? *labels_it : kNoLabels;
+  const std::string product = labels.value("nvidia.com/gpu.product", "");
+  if (const planner::GpuType* t = catalog.find(product); t != nullptr && !product.empty()) n.gpu_type = t->name;
+  n.zone = labels.value("topology.kubernetes.io/zone", "default");
+  n.gpus = quantity(node.value("/status/allocatable"_json_pointer, Json::object()).value("nvidia.com/gpu", Json("0")));
+  n.healthy = node_healthy(node);
+  view.index_by_name.emplace(n.name, view.nodes.size());
+  view.nodes.push_back(std::move(n));
+}
+
+void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label) {
+  const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+  if (node.empty() || pod_terminal(pod)) return;
+  const int gpus = pod_gpus(pod);
+  if (gpus == 0) return;
+  const Json& meta = pod["metadata"];
+  auto labels = meta.find("labels");
+  const std::string label = labels != meta.end() && labels->is_object() ? labels->value(job_label, "") : "";
+  const std::string job = label.empty() ? "" : meta.value("namespace", "default") + "/" + label;
+  if (auto it = view.index_by_name.find(node); it != view.index_by_name.end())
+    view.nodes[it->second].held_by_job[job] += gpus;
+}
+
 ClusterView build_cluster_view(const std::vector<Json>& nodes, const std::vector<Json>& pods,
                                const planner::GpuCatalog& catalog, const std::string& job_label) {
   ClusterView view;
-  for (const Json& node : nodes) {
-    NodeView n;
-    n.name = node["metadata"].value("name", "");
-    const Json labels = node["metadata"].value("labels", Json::object());
-    const std::string product = labels.value("nvidia.com/gpu.product", "");
-    if (const planner::GpuType* t = catalog.find(product); t != nullptr && !product.empty()) n.gpu_type = t->name;
-    n.zone = labels.value("topology.kubernetes.io/zone", "default");
-    n.gpus =
-        quantity(node.value("/status/allocatable"_json_pointer, Json::object()).value("nvidia.com/gpu", Json("0")));
-    n.healthy = node_healthy(node);
-    view.nodes.push_back(std::move(n));
-  }
-  for (const Json& pod : pods) {
-    const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
-    if (node.empty() || pod_terminal(pod)) continue;
-    const int gpus = pod_gpus(pod);
-    if (gpus == 0) continue;
-    const std::string label = pod["metadata"].value("labels", Json::object()).value(job_label, "");
-    const std::string job = label.empty() ? "" : pod["metadata"].value("namespace", "default") + "/" + label;
-    for (NodeView& n : view.nodes)
-      if (n.name == node) n.held_by_job[job] += gpus;
-  }
+  for (const Json& node : nodes) add_node_to_view(view, node, catalog);
+  for (const Json& pod : pods) add_pod_to_view(view, pod, job_label);
   return view;
 }
 

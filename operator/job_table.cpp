@@ -20,6 +20,24 @@ PlanOutcome plan_exactly(const JobSpec& spec, const planner::ClusterSpec& capaci
 
 }  // namespace
 
+std::string job_table_key(const JobSpec& spec) {
+  std::string key = spec.model;
+  if (spec.model_spec) {
+    const InlineModel& m = *spec.model_spec;
+    for (const int v : {m.num_layers, m.hidden, m.heads, m.vocab_size, m.seq_len, m.ffn_hidden})
+      key += "," + std::to_string(v);
+  }
+  key += "|gbs=" + std::to_string(spec.global_batch_size);
+  key += "|worker=" + std::to_string(static_cast<int>(spec.worker_kind));
+  key += "|types=";
+  for (const std::string& t : spec.gpu_types) key += t + ",";
+  key += "|gpus=" + std::to_string(spec.min_gpus) + ".." + std::to_string(spec.max_gpus);
+  key += spec.objective_cost ? "|cost" : "|throughput";
+  if (spec.max_usd_per_hour) key += "|usd/h=" + std::to_string(*spec.max_usd_per_hour);
+  key += std::string("|elasticity=") + to_string(spec.elasticity);
+  return key;
+}
+
 JobTable build_job_table(const JobSpec& spec, const planner::ClusterSpec& capacity, const planner::EvalContext& ctx) {
   JobTable out;
   int total = 0;
@@ -56,7 +74,7 @@ JobTable build_job_table(const JobSpec& spec, const planner::ClusterSpec& capaci
   const JobPlan initial = *found.plan;
   out.initial_gpus = initial.gpus;
   out.table.initial = {initial.dp, initial.pp, initial.tp, 1};
-  out.table.cap_gpus = std::min(cap, 4 * initial.gpus);
+  out.table.cap_gpus = spec.elasticity == ElasticityMode::kOff ? initial.gpus : std::min(cap, 4 * initial.gpus);
   const int step = spec.elasticity == ElasticityMode::kRelaxed ? 1 : initial.dp * initial.tp;
   for (int n = initial.gpus; n <= out.table.cap_gpus; n += step) {
     const PlanOutcome at = n == initial.gpus ? found : plan_exactly(spec, capacity, ctx, n, n, initial);

@@ -4,7 +4,8 @@
 //   --metrics-addr HOST:PORT Prometheus /metrics (default 127.0.0.1:8080; 0 disables)
 //   --health-addr HOST:PORT  /healthz and /readyz (default 127.0.0.1:8081)
 //   --leader-elect           run only while holding the Lease (--lease-name, --lease-namespace)
-//   --sidecar-command "CMD"  the worker pods' container command (default: flotilla-sidecar)
+//   --sidecar-command "CMD"  the worker pods' container command (default: flotilla-sidecar; '': pods without a
+//                            command, a pause container on devcluster, as bench/operator_scale runs them)
 //   --worker-service-account NAME  the worker pods' ServiceAccount (default: the namespace's default)
 //   --gpu-catalog FILE       GPU catalog override (YAML), as flotilla plan --catalog
 //   --no-benefit-check       scale up greedily (the baseline)

@@ -58,8 +58,8 @@ PodObservation observe_pod(const Json& pod) {
   return p;
 }
 
-std::string capacity_signature(const planner::ClusterSpec& capacity, const JobSpec& spec) {
-  std::string sig = spec.uid + "@" + std::to_string(spec.generation);
+std::string capacity_signature(const planner::ClusterSpec& capacity) {
+  std::string sig;
   for (const planner::ClusterNode& n : capacity.nodes)
     sig += "|" + n.name + ":" + n.gpu_type + ":" + std::to_string(n.gpus);
   return sig;
@@ -164,16 +164,58 @@ const planner::EvalContext& Operator::eval_for(const std::string& key) const {
   return m != measured_.end() && m->second.compute ? m->second.eval : eval_;
 }
 
-const JobTable& Operator::table_for(const JobSpec& spec, const ClusterView& view) {
-  const planner::ClusterSpec capacity = capacity_of(view);
-  std::string sig = capacity_signature(capacity, spec);
-  if (auto m = measured_.find(spec.key()); m != measured_.end()) sig += "|measured:" + m->second.signature;
-  auto it = tables_.find(spec.key());
-  if (it == tables_.end() || it->second.first != sig)
-    it = tables_
-             .insert_or_assign(spec.key(), std::make_pair(sig, build_job_table(spec, capacity, eval_for(spec.key()))))
-             .first;
-  return it->second.second;
+std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::ReconcileContext& ctx) {
+  const std::string nodes_version = ctx.watched[0].resource_version();
+  const std::string pods_version = ctx.owned[0].resource_version();
+  std::shared_ptr<const Snapshot> previous;
+  {
+    std::lock_guard lock(mu_);
+    if (snapshot_ && snapshot_->nodes_version == nodes_version && snapshot_->pods_version == pods_version)
+      return snapshot_;
+    previous = snapshot_;
+  }
+  // The versions were read before the visits: a change in between only makes the next call
+  // rebuild. The caches are visited in place (no copy of 1,000 nodes and pods per rebuild).
+  auto next = std::make_shared<Snapshot>();
+  next->nodes_version = nodes_version;
+  next->pods_version = pods_version;
+  if (previous && previous->nodes_version == nodes_version && !nodes_version.empty()) {
+    next->view.nodes = previous->view.nodes;  // only the pods moved: keep the nodes, recount what pods hold
+    next->view.index_by_name = previous->view.index_by_name;
+    for (NodeView& n : next->view.nodes) n.held_by_job.clear();
+  } else {
+    ctx.watched[0].for_each([&](const Json& node) { add_node_to_view(next->view, node, catalog_); });
+  }
+  ctx.owned[0].for_each([&](const Json& pod) {
+    add_pod_to_view(next->view, pod, kJobLabel);
+    const std::string job = job_key_of_pod(pod);
+    if (job.empty()) return;
+    const Json& meta = pod["metadata"];
+    const std::string key = meta.value("namespace", "") + "/" + meta.value("name", "");
+    const std::string version = meta.value("resourceVersion", "");
+    const PodObservation* seen = nullptr;
+    if (auto it = previous ? previous->observed.find(key) : next->observed.end();
+        previous && it != previous->observed.end() && !version.empty() && it->second.first == version)
+      seen = &it->second.second;
+    auto& entry = next->observed[key] = {version, seen != nullptr ? *seen : observe_pod(pod)};
+    next->pods_by_job[job].push_back(entry.second);
+  });
+  std::lock_guard lock(mu_);
+  snapshot_ = next;
+  return next;
+}
+
+// Called with mu_ held, after the pass set tables_capacity_. A job with a measured profile has its
+// own table: the profile is the job's (measured_profile.h), not its template's.
+const JobTable& Operator::table_for(const JobSpec& spec) {
+  std::string key = job_table_key(spec);
+  if (auto m = measured_.find(spec.key()); m != measured_.end() && m->second.compute)
+    key += "|measured:" + spec.key() + ":" + m->second.signature;
+  auto it = tables_.find(key);
+  if (it == tables_.end())
+    it = tables_.emplace(key, build_job_table(spec, pass_capacity_, eval_for(spec.key()))).first;
+  pass_tables_used_.insert(key);
+  return it->second;
 }
 
 void Operator::update_measured_profile(const Json& job, const JobObservation& obs) {
@@ -219,18 +261,21 @@ void Operator::update_measured_profile(const Json& job, const JobObservation& ob
 
 void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   const std::vector<Json> jobs = ctx.primary.list();
-  const std::vector<Json> pods = ctx.owned[0].list();
-  const ClusterView view = build_cluster_view(ctx.watched[0].list(), pods, catalog_, kJobLabel);
+  const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
+  const ClusterView& view = snap->view;
   scaler::ArrivalRateEstimator arrivals(options_.arrival_window_s, 1);
   scaler::AllocatorInput input;
   input.free_gpus_by_type = view.free_by_type();
   input.use_benefit_check = options_.use_benefit_check;
   input.allow_preemption = options_.allow_preemption;
   std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
-  std::map<std::string, const Json*> pods_by_key;   // "<ns>/<name>" -> pod, built once per pass
-  for (const Json& p : pods)
-    pods_by_key[p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", "")] = &p;
   std::lock_guard lock(mu_);
+  pass_capacity_ = capacity_of(view);
+  if (const std::string capacity = capacity_signature(pass_capacity_); capacity != tables_capacity_) {
+    tables_.clear();
+    tables_capacity_ = capacity;
+  }
+  pass_tables_used_.clear();
   for (const Json& job : jobs) {
     auto parsed = parse_job_spec(job, options_.policy);
     if (!std::holds_alternative<JobSpec>(parsed)) continue;
@@ -240,7 +285,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     const double created = seconds_of(spec.creation_timestamp);
     arrivals.record(created, 1);
     if (phase == "Succeeded" || phase == "Failed") continue;
-    const JobTable& table = table_for(spec, view);
+    const JobTable& table = table_for(spec);
     scaler::AllocatorJob a;
     a.key = spec.key();
     a.priority = spec.priority;
@@ -259,6 +304,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     if (auto plan = JobPlan::from_status(status.value("plan", Json())); plan && !plan->pods.empty()) {
       a.running = true;
       a.current_gpus = plan->gpus;
+      std::map<std::string, const PodObservation*> job_pods;  // by name
+      if (auto it = snap->pods_by_job.find(spec.key()); it != snap->pods_by_job.end())
+        for (const PodObservation& p : it->second) job_pods[p.name] = &p;
       int alive = 0;
       for (const PlanPod& pod : plan->pods) {
         const NodeView* node = view.find(pod.node);
@@ -266,9 +314,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
         // Deleting is not lost: the operator deletes pods itself during a rescale, and this
         // pass may see that before the job's new status. A failed pod of an older epoch is the
         // old incarnation of one this plan replaces.
-        if (auto it = pods_by_key.find(spec.ns + "/" + pod.name); it != pods_by_key.end())
-          pod_alive = pod_alive && (it->second->value("/status/phase"_json_pointer, std::string()) != "Failed" ||
-                                    observe_pod(*it->second).plan.value_or(PodPlan{}).epoch < plan->epoch);
+        if (auto it = job_pods.find(pod.name); it != job_pods.end())
+          pod_alive =
+              pod_alive && (it->second->phase != "Failed" || it->second->plan.value_or(PodPlan{}).epoch < plan->epoch);
         if (pod_alive) alive += pod.gpus;
       }
       a.gpus_alive = alive;
@@ -277,6 +325,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     }
     input.jobs.push_back(a);
   }
+  std::erase_if(tables_, [&](const auto& entry) { return !pass_tables_used_.contains(entry.first); });
   input.arrival_rate_per_s = arrivals.rate_per_s(now_s());
   const std::vector<scaler::AllocatorDecision> decisions = scaler::allocate(input);
   int waiting = 0;
@@ -297,18 +346,16 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     decisions_[d.key] = {d, basis_epoch[d.key]};
   }
   metrics_.set("flotilla_queue_depth", {}, waiting);
-  record_metrics(ctx, view);
+  record_metrics(jobs, *snap);
 }
 
-void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view) {
+void Operator::record_metrics(const std::vector<Json>& jobs, const Snapshot& snap) {
   std::map<Labels, double> phases;
   double predicted = 0, measured = 0, oldest_rescale_s = 0;
   std::optional<double> memory_error;
   const double now = now_s();
-  std::map<std::string, std::vector<PodObservation>> pods_of_job;
-  for (const Json& pod : ctx.owned[0].list())
-    if (std::string key = job_key_of_pod(pod); !key.empty()) pods_of_job[key].push_back(observe_pod(pod));
-  for (const Json& job : ctx.primary.list()) {
+  const ClusterView& view = snap.view;
+  for (const Json& job : jobs) {
     const Json status = job.value("status", Json::object());
     oldest_rescale_s = std::max(oldest_rescale_s, rescaling_age_seconds(status, now));
     const std::string phase = status.value("phase", "Pending");
@@ -318,8 +365,9 @@ void Operator::record_metrics(const kube::ReconcileContext& ctx, const ClusterVi
     measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
     const std::string key = job["metadata"].value("namespace", "default") + "/" + job["metadata"].value("name", "");
     if (auto plan = JobPlan::from_status(status.value("plan", Json())))
-      if (auto e = memory_prediction_error(*plan, pods_of_job[key]))
-        memory_error = std::max(memory_error.value_or(0.0), *e);
+      if (auto it = snap.pods_by_job.find(key); it != snap.pods_by_job.end())
+        if (auto e = memory_prediction_error(*plan, it->second))
+          memory_error = std::max(memory_error.value_or(0.0), *e);
   }
   metrics_.replace_family("flotilla_jobs", phases);
   std::map<Labels, double> gpus;
@@ -346,8 +394,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   const auto job = ctx.primary.get(key);
   if (!job) {
     std::lock_guard lock(mu_);
-    decisions_.erase(key);
-    tables_.erase(key);
+    decisions_.erase(key);  // its table goes with the next pass if no other job shares it
     measured_.erase(key);
     barrier_lifted_at_s_.erase(key);
     api_errors_.recovered("update trainingjobs/status of " + key);
@@ -372,10 +419,9 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   }
   obs.spec = std::get<JobSpec>(parsed);
   obs.status = status;
-  for (const Json& pod : ctx.owned[0].list())
-    if (job_key_of_pod(pod) == key) obs.pods.push_back(observe_pod(pod));
-  const ClusterView view = build_cluster_view(ctx.watched[0].list(), ctx.owned[0].list(), catalog_, kJobLabel);
-  obs.cluster = &view;
+  const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
+  if (auto it = snap->pods_by_job.find(key); it != snap->pods_by_job.end()) obs.pods = it->second;
+  obs.cluster = &snap->view;
   obs.now = now_rfc3339();
   {
     std::lock_guard lock(mu_);

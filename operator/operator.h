@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stop_token>
 #include <string>
 
@@ -67,7 +68,18 @@ class Operator {
   kube::Result<kube::Action> reconcile(const std::string& key, const kube::ReconcileContext& ctx);
   void cluster_pass(const kube::ReconcileContext& ctx);
   kube::Result<kube::Action> reconcile_one(const std::string& key, const kube::ReconcileContext& ctx);
-  const JobTable& table_for(const JobSpec& spec, const ClusterView& view);
+  const JobTable& table_for(const JobSpec& spec);
+  // The cluster view and every job's pods, rebuilt only when the node or pod cache moved on
+  // (their resource versions): a steady-state reconcile does not re-read 1,000 nodes and pods.
+  struct Snapshot {
+    std::string nodes_version, pods_version;
+    ClusterView view;
+    std::map<std::string, std::vector<PodObservation>> pods_by_job;
+    // "<ns>/<pod>" -> (resourceVersion, observation): a pod whose version did not move is not
+    // parsed again on the next rebuild.
+    std::map<std::string, std::pair<std::string, PodObservation>> observed;
+  };
+  std::shared_ptr<const Snapshot> snapshot(const kube::ReconcileContext& ctx);
   // Online profiling: fold the reports of the running epoch into the job's own compute model
   // once they are steady; the job's later tables and plans are timed by it (measured_profile.h).
   void update_measured_profile(const nlohmann::json& job, const JobObservation& obs);
@@ -75,7 +87,7 @@ class Operator {
   // reconcile that asked for it.
   const planner::EvalContext& eval_for(const std::string& key) const;
   void apply(const JobSpec& spec, const nlohmann::json& job, const struct JobActions& actions);
-  void record_metrics(const kube::ReconcileContext& ctx, const ClusterView& view);
+  void record_metrics(const std::vector<nlohmann::json>& jobs, const Snapshot& snap);
   // Logs a refused status write (not a Conflict) and returns the error for the controller's retry.
   kube::Error report_status_write(const std::string& key, const kube::Error& error);
   void record_event(const nlohmann::json& job, const std::string& type, const std::string& reason,
@@ -97,7 +109,15 @@ class Operator {
   std::mutex mu_;
   // key -> (decision, the status.plan.epoch it was made on)
   std::map<std::string, std::pair<scaler::AllocatorDecision, std::int64_t>> decisions_;
-  std::map<std::string, std::pair<std::string, JobTable>> tables_;  // key -> (signature, table)
+  // Job tables by job_table_key() (plus the job and its profile signature once measured) on the
+  // capacity named by tables_capacity_ (cleared when the capacity changes); a pass drops the
+  // tables no job used.
+  std::string tables_capacity_;
+  std::map<std::string, JobTable> tables_;
+  planner::ClusterSpec pass_capacity_;        // of the pass running now
+  std::set<std::string> pass_tables_used_;    // keys the pass running now asked for
+  std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
+  std::map<std::string, double> barrier_lifted_at_s_;  // key -> when its barrier lifted
   struct MeasuredCompute {
     std::int64_t epoch = 0;        // the plan epoch being measured
     std::int64_t first_step = -1;  // the lowest step reported under it (warm-up counts from it)
@@ -108,7 +128,6 @@ class Operator {
     planner::EvalContext eval;
   };
   std::map<std::string, MeasuredCompute> measured_;  // key -> the job's measured compute model
-  std::map<std::string, double> barrier_lifted_at_s_;              // key -> when its barrier lifted
 };
 
 }  // namespace flotilla::op

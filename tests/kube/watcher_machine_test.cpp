@@ -168,6 +168,18 @@ TEST(KubeStore, RelistSwapsAtomicallyAndDropsObjectsDeletedMeanwhile) {
   EXPECT_EQ(reader.resource_version(), "5");
 }
 
+TEST(KubeStore, ForEachVisitsWhatListCopiesInTheSameOrder) {
+  Store store;
+  for (auto& e : step({}, ListPage{{obj("b", "2"), obj("a", "1"), obj("c", "3", "other")}, "3", ""}).events)
+    store.apply(e);
+  std::vector<std::string> visited;
+  store.reader().for_each([&](const Json& o) { visited.push_back(o["metadata"]["resourceVersion"]); });
+  std::vector<std::string> listed;
+  for (const Json& o : store.reader().list()) listed.push_back(o["metadata"]["resourceVersion"]);
+  EXPECT_EQ(visited, listed);
+  EXPECT_EQ(visited, (std::vector<std::string>{"1", "2", "3"}));  // keys default/a, default/b, other/c
+}
+
 TEST(KubeStore, ClusterScopedKeysAreBareNames) {
   Store store;
   store.apply({K::Apply, {{"metadata", {{"name", "node-1"}}}}});
