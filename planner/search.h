@@ -79,6 +79,15 @@ struct SearchOptions {
   // replicas (search_space.h, mixed_pool_sets()): one more stage-DP pass per such pair of
   // pools; exhaustive_search() walks the same space.
   bool mix_types_within_stage = true;
+  // Issue 13 item 4: pools of one GPU type (and node size) in several regions form one pool of
+  // the stage DP (search_space.h, group_pools_across_regions()); each stage still stays in one
+  // region. false: one DP pool per (type, region), as before (the tests' reference).
+  bool group_pools_across_regions = true;
+  // Issue 13 item 4: when an (mbs, D) run is too large for the exact stage DP (it would hit its
+  // state budget and keep whichever states came first), search it with beams of the most
+  // promising states per depth, the first one seeding the bound (search.cpp, seed_bound()).
+  // false: the exact DP, truncated at its budget, as before.
+  bool beam_when_truncated = true;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)
@@ -108,6 +117,9 @@ struct Rejection {
 struct SearchStats {
   std::int64_t dp_runs = 0;       // (mbs, D) pairs solved by the stage DP
   std::int64_t dp_states = 0;     // (depth, usage) states visited
+  // (mbs, D) runs too large for the exact DP (kSeedStates in search.cpp), searched by beams of
+  // the most promising states per depth instead (large clusters; docs/planner.md).
+  std::int64_t beam_dp_runs = 0;
   std::int64_t evaluations = 0;   // evaluate() calls
   std::int64_t plans_considered = 0;
   int layers_per_dp_position = 1;  // > 1: the DP grouped layers (max_stage_dp_positions)

@@ -6,6 +6,13 @@
 #include "planner/time_model.h"
 
 namespace flotilla::planner {
+namespace {
+// Whether the zone after `z` (where D replicas spill over) is in z's region; a pool grouped
+// across regions lists the next region's zones after the first region's.
+bool next_zone_in_region(const SearchPool& pool, std::size_t z) {
+  return z + 1 < pool.zones.size() && (pool.zone_region.empty() || pool.zone_region[z + 1] == pool.zone_region[z]);
+}
+}  // namespace
 
 ProxyTimer::ProxyTimer(const SearchRequest& request, const EvalContext& context,
                        const std::vector<SearchPool>& pools, int micro_batch_size)
@@ -87,31 +94,33 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
                                           const std::vector<StageConfig>& configs, int dp,
                                           int num_micro_batches) {
   std::vector<StageTiming> timings(choices.size());
+  const std::vector<std::size_t> first_zone = stage_first_zones(pools_, configs, choices, dp);
   double usd_per_second = 0;
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const StageChoice& choice = choices[i];
     const StageConfig& config = configs[choice.config];
     const SearchPool& pool = pools_[config.pool];
+    const std::size_t z = first_zone[i];
     const Table& t = table(config);
     StageTiming& timing = timings[i];
     timing.forward_s = t.forward[choice.last_block] - t.forward[choice.first_block];
     timing.backward_s = t.backward[choice.last_block] - t.backward[choice.first_block];
     timing.update_s = t.update[choice.last_block] - t.update[choice.first_block];
-    const std::string& zone = pool.zones.front().first;
+    const std::string& zone = pool.zones[z].first;
     if (i + 1 < choices.size()) {
       const SearchPool& next = pools_[configs[choices[i + 1].config].pool];
       const LinkKind link = std::max(LinkKind::kInterNode,
-                                     context_.network->link_between(zone, next.zones.front().first, false));
+                                     context_.network->link_between(zone, next.zones[first_zone[i + 1]].first, false));
       timing.p2p_s = p2p_seconds(config, link);
     }
     // As evaluate() composes it: intra-node when all replicas fit one node of one zone, else
     // the link between neighbouring replicas' zones.
-    const bool one_zone = config.tp * dp <= pool.zones.front().second;
+    const bool one_zone = config.tp * dp <= pool.zones[z].second;
     LinkKind dp_link = LinkKind::kInterNode;
     if (dp > 1 && one_zone && config.tp * dp <= pool.gpu->gpus_per_node) dp_link = LinkKind::kIntraNode;
     if (dp > 1 && dp_link != LinkKind::kIntraNode)
       dp_link = std::max(dp_link, context_.network->link_between(
-                                      zone, one_zone || pool.zones.size() < 2 ? zone : pool.zones[1].first,
+                                      zone, one_zone || !next_zone_in_region(pool, z) ? zone : pool.zones[z + 1].first,
                                       false));
     timing.dp_sync_s = dp_sync_seconds(config, choice.first_block, choice.last_block, dp, dp_link);
     usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;

@@ -45,6 +45,53 @@ std::vector<SearchPool> merged_pools(const SearchRequest& request, const GpuCata
   return pools;
 }
 
+std::vector<SearchPool> group_pools_across_regions(const SearchRequest& request, const std::vector<SearchPool>& pools) {
+  std::vector<SearchPool> grouped;
+  std::map<std::pair<const GpuType*, int>, std::size_t> by_model;  // (GPU, largest node) -> grouped index
+  for (const SearchPool& pool : pools) {
+    const bool groupable = pool.zone_gpu_types.empty() && pool.zone_region.empty();
+    auto found = groupable ? by_model.find({pool.gpu, pool.max_tp}) : by_model.end();
+    if (found == by_model.end()) {
+      if (groupable) by_model[{pool.gpu, pool.max_tp}] = grouped.size();
+      grouped.push_back(pool);
+      continue;
+    }
+    SearchPool& into = grouped[found->second];
+    if (into.zone_region.empty()) {  // becomes a group: record its first region
+      into.zone_region.assign(into.zones.size(), 0);
+      into.regions = {into.region};
+      into.region_gpus = {into.gpus};
+    }
+    const int region = static_cast<int>(into.regions.size());
+    into.regions.push_back(pool.region);
+    into.region_gpus.push_back(pool.gpus);
+    into.region += "+" + pool.region;
+    for (const auto& zone : pool.zones) {
+      into.zones.push_back(zone);
+      into.zone_region.push_back(region);
+    }
+    into.gpus += pool.gpus;
+  }
+  for (SearchPool& pool : grouped) {
+    if (auto cap = request.constraints.max_gpus_per_type.find(pool.gpu_type);
+        cap != request.constraints.max_gpus_per_type.end())
+      pool.gpus = std::min(pool.gpus, cap->second);
+  }
+  return grouped;
+}
+
+int largest_region_gpus(const SearchPool& pool) {
+  if (pool.region_gpus.empty()) return pool.gpus;
+  return std::min(pool.gpus, *std::max_element(pool.region_gpus.begin(), pool.region_gpus.end()));
+}
+
+int stage_units(const SearchPool& pool, int dp, int tp) {
+  if (pool.region_gpus.empty()) return pool.gpus / dp;
+  int units = 0;
+  for (int gpus : pool.region_gpus) units += (gpus / dp) / tp * tp;
+  return std::min(units, pool.gpus / dp);
+}
+
 std::vector<std::vector<SearchPool>> mixed_pool_sets(const std::vector<SearchPool>& pools,
                                                      const ModelSpec& model, const ComputeModel& compute,
                                                      std::deque<GpuType>& storage) {
@@ -96,7 +143,7 @@ std::vector<StageConfig> stage_configs(const SearchRequest& request,
     for (int tp : request.options.tp_degrees) {
       if (tp <= 0 || tp > pools[k].max_tp) continue;  // H1: TP stays inside one node
       if (request.model.heads % tp != 0 || request.model.effective_kv_heads() % tp != 0) continue;
-      if (static_cast<long long>(tp) * dp > pools[k].gpus) continue;
+      if (static_cast<long long>(tp) * dp > largest_region_gpus(pools[k])) continue;
       configs.push_back({k, tp});
     }
   }
@@ -124,6 +171,93 @@ std::vector<int> dp_degrees(const SearchRequest& request, int micro_batch_size, 
   return degrees;
 }
 
+std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                                const std::vector<StageChoice>& choices, int dp) {
+  const auto region_name = [&](std::size_t i, int r) -> const std::string& {
+    const SearchPool& pool = pools[configs[choices[i].config].pool];
+    return pool.regions.empty() ? pool.region : pool.regions[static_cast<std::size_t>(r)];
+  };
+  // One try: stages in `order`; each takes a placed pipeline neighbour's region if that has
+  // room, else the first region with room.
+  const auto attempt = [&](const std::vector<std::size_t>& order, std::vector<int>& region) {
+    std::vector<std::vector<int>> units_left(pools.size());
+    for (std::size_t k = 0; k < pools.size(); ++k)
+      for (int gpus : pools[k].region_gpus) units_left[k].push_back(gpus / dp);
+    region.assign(choices.size(), -1);
+    for (std::size_t i : order) {
+      const StageConfig& config = configs[choices[i].config];
+      std::vector<int>& left = units_left[config.pool];
+      if (left.empty()) {  // one region: the DP's capacity already holds
+        region[i] = 0;
+        continue;
+      }
+      int chosen = -1;
+      for (std::size_t n : {i - 1, i + 1}) {  // i - 1 wraps past the end when i == 0
+        if (n >= choices.size() || region[n] < 0 || chosen >= 0) continue;
+        for (std::size_t r = 0; r < left.size() && chosen < 0; ++r)
+          if (left[r] >= config.tp && pools[config.pool].regions[r] == region_name(n, region[n]))
+            chosen = static_cast<int>(r);
+      }
+      for (std::size_t r = 0; r < left.size() && chosen < 0; ++r)
+        if (left[r] >= config.tp) chosen = static_cast<int>(r);
+      if (chosen < 0) return false;
+      left[static_cast<std::size_t>(chosen)] -= config.tp;
+      region[i] = chosen;
+    }
+    return true;
+  };
+  std::vector<std::size_t> order(choices.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<int> region;
+  if (attempt(order, region)) return region;
+  // Largest TP first: with power-of-two TP degrees this fits whenever regions_hold() does.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return configs[choices[a].config].tp > configs[choices[b].config].tp;
+  });
+  if (attempt(order, region)) return region;
+  return {};
+}
+
+std::vector<std::size_t> stage_first_zones(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                                           const std::vector<StageChoice>& choices, int dp) {
+  std::vector<std::size_t> first(choices.size(), 0);
+  bool grouped = false;  // the common case, one region per pool, needs no assignment
+  for (const StageChoice& choice : choices) grouped = grouped || !pools[configs[choice.config].pool].regions.empty();
+  if (!grouped) return first;
+  const std::vector<int> region = assign_regions(pools, configs, choices, dp);
+  if (region.empty()) return first;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const SearchPool& pool = pools[configs[choices[i].config].pool];
+    for (std::size_t z = 0; z < pool.zone_region.size(); ++z) {
+      if (pool.zone_region[z] != region[i]) continue;
+      first[i] = z;
+      break;
+    }
+  }
+  return first;
+}
+
+namespace {
+// The replicas of one stage: D TP groups, each in the first zone (of `region`, when the pool is
+// grouped across regions) with room; false, and `left` untouched, when they do not fit.
+bool place_replicas(const SearchPool& pool, int region, int tp, int dp, std::vector<int>& left,
+                    std::vector<Replica>& replicas) {
+  std::vector<int> trial = left;
+  replicas.clear();
+  std::size_t z = 0;
+  for (int d = 0; d < dp; ++d) {
+    while (z < pool.zones.size() &&
+           (trial[z] < tp || (!pool.zone_region.empty() && pool.zone_region[z] != region)))
+      ++z;
+    if (z == pool.zones.size()) return false;
+    trial[z] -= tp;
+    replicas.push_back({pool.zone_gpu_types.empty() ? pool.gpu_type : pool.zone_gpu_types[z], pool.zones[z].first, 0});
+  }
+  left = std::move(trial);
+  return true;
+}
+}  // namespace
+
 std::string materialize_plan(const SearchRequest& request, const std::vector<SearchPool>& pools,
                              const std::vector<StageConfig>& configs,
                              const std::vector<StageChoice>& choices, int micro_batch_size,
@@ -136,26 +270,44 @@ std::string materialize_plan(const SearchRequest& request, const std::vector<Sea
   for (std::size_t k = 0; k < pools.size(); ++k) {
     for (const auto& [zone, gpus] : pools[k].zones) zone_left[k].push_back(gpus);
   }
-  for (const StageChoice& choice : choices) {
-    const StageConfig& config = configs[choice.config];
+  // H5: each stage's D replicas in one region (assign_regions()); one-region pools: their own.
+  const std::vector<int> region = assign_regions(pools, configs, choices, dp);
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const StageConfig& config = configs[choices[i].config];
     const SearchPool& pool = pools[config.pool];
     Stage stage;
-    stage.first_block = choice.first_block;
-    stage.last_block = choice.last_block;
+    stage.first_block = choices[i].first_block;
+    stage.last_block = choices[i].last_block;
     stage.tp = config.tp;
-    for (int r = 0; r < dp; ++r) {
-      std::size_t z = 0;
-      while (z < pool.zones.size() && zone_left[config.pool][z] < config.tp) ++z;
-      if (z == pool.zones.size())
-        return "not enough " + pool.gpu_type + " in " + pool.region + " for TP " +
-               std::to_string(config.tp) + " x " + std::to_string(dp) + " replicas";
-      zone_left[config.pool][z] -= config.tp;
-      stage.replicas.push_back(
-          {pool.zone_gpu_types.empty() ? pool.gpu_type : pool.zone_gpu_types[z], pool.zones[z].first, 0});
-    }
+    if (region.empty() || !place_replicas(pool, region[i], config.tp, dp, zone_left[config.pool], stage.replicas))
+      return "not enough " + pool.gpu_type + " in " + (pool.regions.empty() ? "" : "any one region of ") +
+             pool.region + " for TP " + std::to_string(config.tp) + " x " + std::to_string(dp) + " replicas";
     plan.stages.push_back(std::move(stage));
   }
   return "";
+}
+
+bool regions_hold(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                  const std::vector<StageChoice>& choices, int dp) {
+  for (int k = 0; k < static_cast<int>(pools.size()); ++k) {
+    const SearchPool& pool = pools[k];
+    if (pool.region_gpus.empty()) continue;
+    // TP units of the stages on this pool with TP >= s, against what the regions hold in whole
+    // groups of s units: necessary, and sufficient for power-of-two TP degrees (placing the
+    // largest first, every region's free units stay a multiple of the next size).
+    for (int s = 1; s <= 64; s *= 2) {
+      int used = 0;
+      for (const StageChoice& choice : choices) {
+        const StageConfig& config = configs[choice.config];
+        if (config.pool == k && config.tp >= s) used += config.tp;
+      }
+      if (used == 0) break;
+      int held = 0;
+      for (int gpus : pool.region_gpus) held += (gpus / dp) / s * s;
+      if (used > held) return false;
+    }
+  }
+  return true;
 }
 
 std::map<std::string, int> gpus_per_type(const Plan& plan) {

@@ -29,6 +29,11 @@ struct SearchPool {
   // Mixed pools only (mixed_pool_sets()): the GPU type of each `zones` entry. Empty: all
   // entries are gpu_type.
   std::vector<std::string> zone_gpu_types;
+  // Pools grouped across regions (group_pools_across_regions()): each `zones` entry's region,
+  // as an index into `regions`, and each region's GPUs. Empty: the pool is one region.
+  std::vector<int> zone_region;
+  std::vector<std::string> regions;
+  std::vector<int> region_gpus;
 };
 
 struct StageConfig {
@@ -43,6 +48,24 @@ struct StageChoice {
 };
 
 std::vector<SearchPool> merged_pools(const SearchRequest& request, const GpuCatalog& catalog);
+
+// Issue 13 item 4: pools that are the same for the time and memory models (same GPU type and
+// largest node, one type in every zone) collapse across regions into one pool, so the stage
+// DP's usage vector has one entry per GPU type, not per (type, region): 5 instead of 15 on the
+// 14,336-GPU scenario. H5 still holds: materialize_plan() puts each stage's D replicas in one
+// region (assign_regions()). The DP's capacity for a grouped pool is the sum
+// over its regions of what each holds, per TP level (stage_units()), so every candidate places
+// (regions_hold() re-checks) and no split that places is refused.
+std::vector<SearchPool> group_pools_across_regions(const SearchRequest& request, const std::vector<SearchPool>& pools);
+
+// GPUs of the pool's largest region (all of them for a one-region pool): D x TP must fit there.
+int largest_region_gpus(const SearchPool& pool);
+// TP units (GPUs / D) the pool's regions hold in whole groups of `tp` units (one-region pools:
+// gpus / D). Stages of TP >= s on a grouped pool can each sit in one region iff their units
+// stay within stage_units(pool, dp, s) for every s (power-of-two TP degrees: place the largest
+// first; every region's free units stay a multiple of the next size). The stage DP tracks one
+// usage entry per such binding level, so the grouping is exact.
+int stage_units(const SearchPool& pool, int dp, int tp);
 
 // Issue 13: the pool lists that let one stage's DP replicas mix two GPU types. For every pair of
 // pools of different GPU types in one region, the other pools unchanged plus one pool holding
@@ -68,6 +91,25 @@ std::string materialize_plan(const SearchRequest& request, const std::vector<Sea
                              const std::vector<StageConfig>& configs,
                              const std::vector<StageChoice>& choices, int micro_batch_size,
                              int dp, Plan& plan);
+
+// Whether the stages' replicas fit their pools' regions, each stage in one region (only pools
+// grouped across regions can fail it; exact for power-of-two TP degrees). A stage-DP candidate
+// that fails it is dropped before it can bound the search.
+bool regions_hold(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                  const std::vector<StageChoice>& choices, int dp);
+
+// Per stage, its region as an index into its pool's `regions` (0 for one-region pools), each
+// stage's D replicas in one region: pipeline order first, each stage in a placed neighbour's
+// region when that has room (no cross-region p2p), else the first with room; if that fails,
+// largest TP first (fits whenever regions_hold() does). Empty: no assignment fits.
+// materialize_plan() and the proxy (stage_first_zones()) both use it.
+std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                                const std::vector<StageChoice>& choices, int dp);
+
+// Per stage, the index (into its pool's zones) of the first zone materialize_plan() would put its
+// replicas in, by region only (0 for one-region pools): the proxy's view of where a stage runs.
+std::vector<std::size_t> stage_first_zones(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                                           const std::vector<StageChoice>& choices, int dp);
 
 // GPUs a plan takes, per GPU type and per zone.
 std::map<std::string, int> gpus_per_type(const Plan& plan);

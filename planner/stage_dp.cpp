@@ -147,14 +147,41 @@ StageDp::StageDp(const StageDpInput& input) : in_(input) {
   buckets_ = std::max(1, std::min(in_.max_stages, in_.num_micro_batches));
   int max_tp = 1;
   for (const StageConfig& c : *in_.configs) max_tp = std::max(max_tp, c.tp);
-  stride_.assign(pools_, 1);
-  capacity_.assign(pools_, 0);
-  std::uint64_t stride = 1;
+  // Usage dimensions: one per pool (its TP units), then, for a pool grouped across regions,
+  // one per TP level s > 1 whose bound binds: the units of its stages of TP >= s, which must
+  // stay within what the regions hold in whole groups of s (search_space.h, stage_units()).
+  // With power-of-two TP degrees that makes "each stage in one region" exact whatever the order
+  // the DP adds stages in, and one-region pools get no extra dimension.
+  std::vector<std::pair<int, int>> dims;  // (pool, level); level 1 = the pool's own entry
+  for (int k = 0; k < pools_; ++k) dims.push_back({k, 1});
   for (int k = 0; k < pools_; ++k) {
+    const SearchPool& pool = (*in_.pools)[k];
+    if (pool.region_gpus.empty()) continue;
+    const int whole = std::min(stage_units(pool, in_.dp, 1), in_.max_stages * max_tp);
+    for (int level = 2; level <= max_tp; level *= 2)
+      if (stage_units(pool, in_.dp, level) < whole) dims.push_back({k, level});
+  }
+  dims_ = static_cast<int>(dims.size());
+  stride_.assign(dims_, 1);
+  capacity_.assign(dims_, 0);
+  std::uint64_t stride = 1;
+  for (int d = 0; d < dims_; ++d) {
+    const auto [k, level] = dims[d];
     // More than max_stages * max_tp units can never be used, which also bounds the key.
-    capacity_[k] = std::min((*in_.pools)[k].gpus / in_.dp, in_.max_stages * max_tp);
-    stride_[k] = stride;
-    stride *= static_cast<std::uint64_t>(capacity_[k] + 1);
+    capacity_[d] = std::min(stage_units((*in_.pools)[k], in_.dp, level), in_.max_stages * max_tp);
+    stride_[d] = stride;
+    stride *= static_cast<std::uint64_t>(capacity_[d] + 1);
+  }
+  // Per config: the dimensions a stage of it adds its TP to, and the key step that makes.
+  config_dims_.resize(in_.configs->size());
+  config_key_step_.assign(in_.configs->size(), 0);
+  for (std::size_t c = 0; c < in_.configs->size(); ++c) {
+    const StageConfig& config = (*in_.configs)[c];
+    for (int d = 0; d < dims_; ++d) {
+      if (dims[d].first != config.pool || dims[d].second > config.tp) continue;
+      config_dims_[c].push_back(d);
+      config_key_step_[c] += static_cast<std::uint64_t>(config.tp) * stride_[d];
+    }
   }
   mem_start_.assign(buckets_, {});
   // The reference builds every row up front, as the first version did.
@@ -225,7 +252,7 @@ int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
   const int id = static_cast<int>(level.keys.size());
   level.index.emplace(key, id);
   level.keys.push_back(key);
-  level.usage.insert(level.usage.end(), usage, usage + pools_);
+  level.usage.insert(level.usage.end(), usage, usage + dims_);
   level.tau.insert(level.tau.end(), blocks_ + 1, kInf);
   level.prev_block.insert(level.prev_block.end(), blocks_ + 1, -1);
   level.config.insert(level.config.end(), blocks_ + 1, -1);
@@ -237,14 +264,14 @@ int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
 
 void StageDp::solve() {
   levels_.assign(1, Level{});
-  std::vector<int> zero(pools_, 0);
+  std::vector<int> zero(dims_, 0);
   const int root = add_state(levels_[0], 0, zero.data());
   levels_[0].tau[static_cast<std::size_t>(root) * (blocks_ + 1) + blocks_] = 0.0f;
   levels_[0].first_finite[root] = levels_[0].last_finite[root] = blocks_;
 
   const int configs = static_cast<int>(in_.configs->size());
   const float limit = in_.max_stage_seconds >= 3e38 ? kInf : static_cast<float>(in_.max_stage_seconds);
-  std::vector<int> next_usage(pools_);
+  std::vector<int> next_usage(dims_);
   for (int depth = 0; depth < in_.max_stages; ++depth) {
     levels_.emplace_back();
     const Level& here = levels_[depth];
@@ -253,13 +280,15 @@ void StageDp::solve() {
     build_memory_rows(in_flight);
     const int states_here = static_cast<int>(here.keys.size());
     for (int s = 0; s < states_here; ++s) {
-      const int* usage = &here.usage[static_cast<std::size_t>(s) * pools_];
+      const int* usage = &here.usage[static_cast<std::size_t>(s) * dims_];
       const float* tau = &here.tau[static_cast<std::size_t>(s) * (blocks_ + 1)];
       const int lo = here.first_finite[s], hi = here.last_finite[s];
       if (lo > hi) continue;  // no start block reached (every cell infinite)
       for (int c = 0; c < configs; ++c) {
         const StageConfig& config = (*in_.configs)[c];
-        if (usage[config.pool] + config.tp > capacity_[config.pool]) continue;
+        bool room = true;
+        for (int d : config_dims_[c]) room = room && usage[d] + config.tp <= capacity_[d];
+        if (!room) continue;
         const std::vector<double>& prefix = unit_prefix_[c];
         const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];  // depth 0: last stage
         // The target state exists iff some end admits a stage (as the first version had it,
@@ -274,7 +303,7 @@ void StageDp::solve() {
           admits = static_cast<float>(prefix[end] + p2p - prefix[end - 1]) <= limit;
         }
         if (!admits) continue;
-        const std::uint64_t key = here.keys[s] + config.tp * stride_[config.pool];
+        const std::uint64_t key = here.keys[s] + config_key_step_[c];
         int target;
         if (auto found = next.index.find(key); found != next.index.end()) {
           target = found->second;
@@ -283,8 +312,8 @@ void StageDp::solve() {
             truncated_ = true;
             continue;
           }
-          std::copy(usage, usage + pools_, next_usage.begin());
-          next_usage[config.pool] += config.tp;
+          std::copy(usage, usage + dims_, next_usage.begin());
+          for (int d : config_dims_[c]) next_usage[d] += config.tp;
           target = add_state(next, key, next_usage.data());
         }
         Relax r;
@@ -307,15 +336,61 @@ void StageDp::solve() {
         else relax_linear(r, window_);
       }
     }
+    if (in_.max_states_per_depth > 0 && static_cast<std::int64_t>(next.keys.size()) > in_.max_states_per_depth)
+      keep_best_states(depth + 1);
     if (next.keys.empty()) break;
   }
+}
+
+// Beam (max_states_per_depth): keeps the states whose pipelines look most promising. A state
+// covers blocks [start, end) with slowest cycle tau[start]; the blocks before start still need
+// at least prefix[start] / (stages left) on the fastest config, so the slowest cycle of any
+// pipeline it can finish is at least max(tau[start], that), minimised over start.
+void StageDp::keep_best_states(int depth) {
+  Level& level = levels_[depth];
+  const int states = static_cast<int>(level.keys.size());
+  const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
+  std::vector<double> fastest(cells, 1e300);
+  for (const std::vector<double>& prefix : unit_prefix_)
+    for (std::size_t b = 0; b < cells; ++b) fastest[b] = std::min(fastest[b], prefix[b]);
+  const double stages_left = std::max(1, in_.max_stages - depth);
+  std::vector<std::pair<double, int>> score(states);
+  for (int s = 0; s < states; ++s) {
+    double best = 1e300;
+    for (int b = level.first_finite[s]; b <= level.last_finite[s]; ++b) {
+      const float tau = level.tau[s * cells + b];
+      if (tau == kInf) continue;
+      best = std::min(best, std::max(static_cast<double>(tau), fastest[b] / stages_left));
+    }
+    score[s] = {best, s};
+  }
+  const std::size_t keep = static_cast<std::size_t>(in_.max_states_per_depth);
+  std::nth_element(score.begin(), score.begin() + static_cast<std::ptrdiff_t>(keep), score.end());
+  score.resize(keep);
+  std::sort(score.begin(), score.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  Level kept;
+  for (const auto& [value, s] : score) {
+    const int id = static_cast<int>(kept.keys.size());
+    kept.index.emplace(level.keys[s], id);
+    kept.keys.push_back(level.keys[s]);
+    kept.usage.insert(kept.usage.end(), level.usage.begin() + static_cast<std::ptrdiff_t>(s) * dims_,
+                      level.usage.begin() + static_cast<std::ptrdiff_t>(s + 1) * dims_);
+    const auto row = static_cast<std::ptrdiff_t>(s * cells);
+    const auto len = static_cast<std::ptrdiff_t>(cells);
+    kept.tau.insert(kept.tau.end(), level.tau.begin() + row, level.tau.begin() + row + len);
+    kept.prev_block.insert(kept.prev_block.end(), level.prev_block.begin() + row, level.prev_block.begin() + row + len);
+    kept.config.insert(kept.config.end(), level.config.begin() + row, level.config.begin() + row + len);
+    kept.first_finite.push_back(level.first_finite[s]);
+    kept.last_finite.push_back(level.last_finite[s]);
+  }
+  level = std::move(kept);
 }
 
 std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
   std::vector<StageChoice> choices;
   int block = 0;
-  std::vector<int> usage(levels_[depth].usage.begin() + static_cast<std::ptrdiff_t>(state) * pools_,
-                         levels_[depth].usage.begin() + static_cast<std::ptrdiff_t>(state + 1) * pools_);
+  std::vector<int> usage(levels_[depth].usage.begin() + static_cast<std::ptrdiff_t>(state) * dims_,
+                         levels_[depth].usage.begin() + static_cast<std::ptrdiff_t>(state + 1) * dims_);
   for (int d = depth; d > 0; --d) {
     const Level& level = levels_[d];
     const std::size_t cell = static_cast<std::size_t>(state) * (blocks_ + 1) + block;
@@ -323,9 +398,9 @@ std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
     const int c = level.config[cell];
     choices.push_back({bounds_[block], bounds_[end], c});
     const StageConfig& config = (*in_.configs)[c];
-    usage[config.pool] -= config.tp;
+    for (int dim : config_dims_[c]) usage[dim] -= config.tp;
     std::uint64_t key = 0;
-    for (int k = 0; k < pools_; ++k) key += static_cast<std::uint64_t>(usage[k]) * stride_[k];
+    for (int k = 0; k < dims_; ++k) key += static_cast<std::uint64_t>(usage[k]) * stride_[k];
     state = levels_[d - 1].index.at(key);
     block = end;
   }
@@ -389,8 +464,8 @@ std::vector<DpCandidate> StageDp::candidates() const {
       DpCandidate candidate;
       candidate.stages = depth;
       candidate.slowest_stage_seconds = tau;
-      candidate.usage.assign(level.usage.begin() + static_cast<std::ptrdiff_t>(s) * pools_,
-                             level.usage.begin() + static_cast<std::ptrdiff_t>(s + 1) * pools_);
+      candidate.usage.assign(level.usage.begin() + static_cast<std::ptrdiff_t>(s) * dims_,
+                             level.usage.begin() + static_cast<std::ptrdiff_t>(s) * dims_ + pools_);
       candidate.choices = reconstruct(depth, s);
       out.push_back(std::move(candidate));
     }

@@ -47,6 +47,10 @@ struct StageDpInput {
   // pipeline whose slowest cycle exceeds it, since iteration >= m x slowest cycle).
   double max_stage_seconds = 1e300;
   std::int64_t max_states = 400000;
+  // > 0: a beam, not the exact DP: past this many states at one depth, only the most promising
+  // are kept (keep_best_states()). The search uses it to find a first plan whose time bounds
+  // the exact run on large clusters; every pipeline it returns is still a real one.
+  std::int64_t max_states_per_depth = 0;
   // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
   // same result cell for cell. Only the bench and the tests use it, as the baseline.
   bool quadratic_reference = false;
@@ -84,7 +88,7 @@ class StageDp {
  private:
   struct Level {
     std::vector<std::uint64_t> keys;
-    std::vector<int> usage;      // states x pools
+    std::vector<int> usage;      // states x usage dimensions
     std::vector<float> tau;      // states x (blocks + 1)
     std::vector<std::int16_t> prev_block;
     std::vector<std::int16_t> config;
@@ -102,6 +106,7 @@ class StageDp {
     return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
   std::vector<StageChoice> reconstruct(int depth, int state) const;
+  void keep_best_states(int depth);
 
   StageDpInput in_;
   int blocks_ = 0;       // DP positions (= model blocks unless grouped)
@@ -112,8 +117,11 @@ class StageDp {
   std::map<std::pair<int, int>, std::vector<int>> fine_mem_start_;  // (config, in-flight)
   int pools_ = 0;
   int buckets_ = 1;
-  std::vector<int> capacity_;           // per pool, in TP units
+  int dims_ = 0;                        // usage dimensions: pools_, then binding TP levels
+  std::vector<int> capacity_;           // per dimension, in TP units
   std::vector<std::uint64_t> stride_;   // mixed-radix key of a usage vector
+  std::vector<std::vector<int>> config_dims_;      // per config: dimensions it adds its TP to
+  std::vector<std::uint64_t> config_key_step_;     // per config: the key's step
   std::vector<std::vector<int>> mem_start_;  // per in-flight count, built on first use
   std::vector<Level> levels_;
   std::vector<int> window_;  // relax_linear()'s deque, reused

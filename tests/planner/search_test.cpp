@@ -289,5 +289,78 @@ TEST(SearchTest, IsDeterministic) {
     EXPECT_EQ(describe_plan(a.plans[i].plan), describe_plan(b.plans[i].plan));
 }
 
+// Issue 13 item 4: a GPU type spread over several regions is one pool of the stage DP; each
+// stage must still sit in one region. Hand-computed: A100-40 with 192 / 96 / 96 free GPUs in
+// three regions, D = 32 -> 6 / 3 / 3 TP units. Whole groups of 4 units: 4 + 0 + 0.
+TEST(SearchTest, GroupedRegionsHoldWholeTpGroupsPerRegion) {
+  World world;
+  SearchRequest request = request_for(small_llama(), 512, {});
+  const char* regions[] = {"r1", "r2", "r3"};
+  const int gpus[] = {192, 96, 96};
+  for (int r = 0; r < 3; ++r) request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  const std::vector<SearchPool> grouped = group_pools_across_regions(request, merged_pools(request, world.catalog));
+  ASSERT_EQ(grouped.size(), 1u);
+  EXPECT_EQ(grouped[0].gpus, 384);
+  EXPECT_EQ(largest_region_gpus(grouped[0]), 192);
+  EXPECT_EQ(stage_units(grouped[0], 32, 1), 12);
+  EXPECT_EQ(stage_units(grouped[0], 32, 2), 10);  // 6 + 2 + 2
+  EXPECT_EQ(stage_units(grouped[0], 32, 4), 4);   // 4 + 0 + 0
+  EXPECT_EQ(stage_units(grouped[0], 32, 8), 0);
+  const std::vector<StageConfig> configs = {{0, 4}, {0, 2}};
+  // Two TP-4 stages: 8 units <= 12 in all, but only r1 holds a group of 4.
+  EXPECT_FALSE(regions_hold(grouped, configs, {{0, 3, 0}, {3, 6, 0}}, 32));
+  // TP 4 then TP 2: r1 holds both (6 units), placed largest first.
+  EXPECT_TRUE(regions_hold(grouped, configs, {{0, 3, 1}, {3, 6, 0}}, 32));
+  Plan plan;
+  ASSERT_EQ(materialize_plan(request, grouped, configs, {{0, 3, 1}, {3, 6, 0}}, 1, 32, plan), "");
+  for (const Stage& stage : plan.stages)
+    for (const Replica& replica : stage.replicas) EXPECT_EQ(replica.zone, "r1-a");
+  EXPECT_NE(materialize_plan(request, grouped, configs, {{0, 3, 0}, {3, 6, 0}}, 1, 32, plan), "");
+  // Three TP-2 stages and a TP-4: 4 + 2 in r1, the other two TP-2 stages in r2 and r3.
+  const std::vector<StageChoice> four = {{0, 1, 1}, {1, 2, 1}, {2, 3, 0}, {3, 6, 1}};
+  EXPECT_TRUE(regions_hold(grouped, configs, four, 32));
+  ASSERT_EQ(materialize_plan(request, grouped, configs, four, 1, 32, plan), "");
+  std::map<std::string, int> per_zone = gpus_per_zone(plan);
+  EXPECT_EQ(per_zone["r1-a"], 192);
+  EXPECT_EQ(per_zone["r2-a"], 64);
+  EXPECT_EQ(per_zone["r3-a"], 64);
+  for (const Stage& stage : plan.stages)
+    for (const Replica& replica : stage.replicas) EXPECT_EQ(replica.zone, stage.replicas.front().zone);
+}
+
+// Grouping is a change of representation, not of the space: on small multi-region clusters the
+// grouped search equals the per-(type, region) search and the oracle (which never groups), and
+// every stage of its plans stays in one region.
+TEST(SearchTest, PoolsGroupedAcrossRegionsMatchUngroupedAndExhaustive) {
+  World world;
+  const std::vector<SearchRequest> requests = {
+      request_for(small_neo(), 8,
+                  {{"A100-40", "r1-a", "r1", 4, 4}, {"A100-40", "r2-a", "r2", 4, 4},
+                   {"V100-16", "r1-a", "r1", 4, 4}, {"V100-16", "r2-a", "r2", 2, 2}}),
+      request_for(small_llama(), 8,
+                  {{"A100-40", "r1-a", "r1", 2, 2}, {"A100-40", "r1-b", "r1", 2, 2},
+                   {"A100-40", "r2-a", "r2", 4, 4}, {"V100-16", "r2-a", "r2", 4, 4}}),
+  };
+  for (const SearchRequest& request : requests) {
+    expect_near_oracle(request, world);
+    const SearchResult grouped = search_plans(request, world.context());
+    SearchRequest per_region = request;
+    per_region.options.group_pools_across_regions = false;
+    const SearchResult ungrouped = search_plans(per_region, world.context());
+    ASSERT_FALSE(grouped.plans.empty()) << grouped.failure;
+    ASSERT_FALSE(ungrouped.plans.empty()) << ungrouped.failure;
+    std::printf("  ungrouped: %s %.0f tok/s\n", describe_plan(ungrouped.plans.front().plan).c_str(),
+                ungrouped.plans.front().evaluation.tokens_per_second);
+    EXPECT_GE(grouped.plans.front().evaluation.tokens_per_second,
+              ungrouped.plans.front().evaluation.tokens_per_second * (1 - 1e-9));
+    std::map<std::string, std::string> region_of;
+    for (const GpuPool& p : request.pools) region_of[p.zone] = p.region;
+    for (const RankedPlan& ranked : grouped.plans)
+      for (const Stage& stage : ranked.plan.stages)
+        for (const Replica& replica : stage.replicas)
+          EXPECT_EQ(region_of[replica.zone], region_of[stage.replicas.front().zone]) << describe_plan(ranked.plan);
+  }
+}
+
 }  // namespace
 }  // namespace flotilla::planner
