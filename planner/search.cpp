@@ -317,14 +317,20 @@ class Searcher {
       full->solve();
       return false;
     }
-    StageDpInput seed = input;
-    seed.max_states = kSeedStates;
-    StageDp solver(seed);
-    solver.solve();
-    if (!solver.truncated()) {  // complete: it is the full run
-      full.emplace(std::move(solver));
-      return false;
+    // States grow as D shrinks: once a larger D of this micro-batch size needed the beam, a
+    // smaller one skips the capped exact run.
+    if (beamed_dp_ == 0 || dp > beamed_dp_) {
+      StageDpInput seed = input;
+      seed.max_states = kSeedStates;
+      StageDp solver(seed);
+      solver.solve();
+      if (!solver.truncated()) {  // complete: it is the full run
+        full.emplace(std::move(solver));
+        return false;
+      }
     }
+    beamed_dp_ = dp;
+    if (best_feasible_value_) return true;  // already bounded: one beam, under that bound
     StageDpInput beam_input = input;
     beam_input.max_states_per_depth = kBeamStatesPerDepth;
     StageDp beam(beam_input);
@@ -416,6 +422,7 @@ class Searcher {
     // H3: throughput -> largest D first; H4: cost -> smallest D first.
     if (throughput()) std::reverse(degrees.begin(), degrees.end());
     ProxyTimer timer(request_, context_, pools_, mbs);
+    beamed_dp_ = 0;
     std::optional<double> previous;
     for (std::size_t i = 0; i < degrees.size(); ++i) {
       const std::optional<double> best = search_point(mbs, degrees[i], timer);
@@ -482,6 +489,7 @@ class Searcher {
   std::deque<std::vector<StageConfig>> config_sets_;
   std::vector<Pending> pending_;
   std::optional<double> best_feasible_value_;
+  int beamed_dp_ = 0;  // the last D of this micro-batch size searched by beams (0: none yet)
   int total_gpus_ = 0;
   int blocks_ = 0;
   int max_stages_ = 1;

@@ -24,6 +24,10 @@
 //   one-type plan's micro-batch size and D (and 2D) where one of the two types runs out. The DP
 //   minimises the slowest stage's compute time per pipeline depth and usage; sync, p2p and
 //   warm-up are then scored by evaluate() on the DP's candidates (docs/planner.md).
+//   Large clusters (issue 13 item 4): pools of one GPU type in several regions are one DP pool
+//   (exact: each stage still gets one region, search_space.h), and an (mbs, D) run that would
+//   exceed kSeedStates exact-DP states is searched by beams instead (heuristic, as the state
+//   budget's truncation was; SearchStats::beam_dp_runs counts them).
 #pragma once
 
 #include <cstdint>
