@@ -435,6 +435,7 @@ static int run_plan(const std::vector<std::string>& raw) {
     out["search"] = {{"dp_runs", result.stats.dp_runs},
                      {"layers_per_dp_position", result.stats.layers_per_dp_position},
                      {"dp_states", result.stats.dp_states},
+                     {"beam_dp_runs", result.stats.beam_dp_runs},
                      {"evaluations", result.stats.evaluations}};
     if (!args.launcher.empty()) {
       auto launch = render_launch(placed, args.megatron);
