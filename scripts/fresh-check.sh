@@ -84,6 +84,10 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
 fi
 
+# The root filesystem is bound onto itself so that / is a mount point inside the chroot, as on
+# a real machine or container: buildah (make images, images_test) makes / private in its own
+# mount namespace before applying a layer, which fails with EINVAL when / is a plain folder.
+mount --bind "$root" "$root" && mounted+=("$root")
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
   case "$m" in
