@@ -211,15 +211,21 @@ std::vector<std::string> print_report(const ReportInputs& in) {
     for (const PlanRecord& p : o.plans()) {
       const auto m = in.measured.find(p.epoch);
       if (p.job == "elastic" && p.epoch > 1 && m != in.measured.end() && m->second.first_step_start_unix_ms > 0)
-        resume_sum += (m->second.first_step_start_unix_ms - p.seen_unix_ms) / 1000.0, ++resumes;
+        // Poll-limited (the plan is seen up to 0.3 s late), so a fast resume can come out negative.
+        resume_sum += std::max(0.0, (m->second.first_step_start_unix_ms - p.seen_unix_ms) / 1000.0), ++resumes;
     }
     const double per_restart = resumes ? resume_sum / resumes : d.overhead_s;
+    char stopped[96];
+    if (per_restart < 0.3)
+      std::snprintf(stopped, sizeof stopped, "under 0.3 s of training stopped per restart (the poll's resolution)");
+    else
+      std::snprintf(stopped, sizeof stopped, "~%.1f s of training stopped (%.1f s per restart, measured here)",
+                    2 * per_restart, per_restart);
     if (sc.brief.refused)
       std::printf("  a greedy policy (flotilla up --no-benefit-check) would have restarted twice: onto fast-2, then "
-                  "off it when it left,\n  ~%.1f s of training stopped (%.1f s per restart, measured here) plus the "
-                  "steps since the last checkpoint\n  redone when fast-2 left under it (up to checkpoint.intervalSteps);"
-                  " Flotilla restarted 0 times and redid 0 steps\n",
-                  2 * per_restart, per_restart);
+                  "off it when it left,\n  %s plus the steps since the last checkpoint\n  redone when fast-2 left "
+                  "under it (up to checkpoint.intervalSteps); Flotilla restarted 0 times and redid 0 steps\n",
+                  stopped);
   } else {
     std::printf("  no benefit-check decision was seen\n");
   }
