@@ -43,10 +43,16 @@ std::string mib(std::int64_t bytes) {
   return buf;
 }
 
+// The decision that made plan p: the one recorded with p's epoch (status.lastDecision.epoch);
+// else the newest seen before the plan (a decision the poll missed, overwritten by a later one).
+// Matching by time alone raced: a preemption shrink was once labelled by a later scale-up.
 const DecisionRecord* decision_behind(const DemoObserver& o, const PlanRecord& p) {
   const DecisionRecord* best = nullptr;
-  for (const DecisionRecord& d : o.decisions())
-    if (d.job == p.job && d.t_s <= p.seen_s + 0.01 && d.action != "keep") best = &d;
+  for (const DecisionRecord& d : o.decisions()) {
+    if (d.job != p.job || d.action == "keep") continue;
+    if (d.epoch == p.epoch) return &d;
+    if (d.t_s <= p.seen_s + 0.01) best = &d;
+  }
   return best;
 }
 
