@@ -51,10 +51,10 @@ std::optional<std::vector<std::pair<double, double>>> stage_means(const JobPlan&
 
 }  // namespace
 
-std::optional<MeasuredProfile> measure_profile(const planner::ModelSpec& model, const JobPlan& plan,
-                                               const std::vector<PodReport>& reports,
-                                               const planner::ComputeModel& predicted,
-                                               const planner::GpuCatalog& catalog) {
+std::optional<std::vector<MeasuredRatio>> measure_ratios(const planner::ModelSpec& model, const JobPlan& plan,
+                                                          const std::vector<PodReport>& reports,
+                                                          const planner::ComputeModel& predicted,
+                                                          const planner::GpuCatalog& catalog) {
   if (plan.stages.empty()) return std::nullopt;
   const auto measured = stage_means(plan, reports);
   if (!measured) return std::nullopt;
@@ -74,31 +74,46 @@ std::optional<MeasuredProfile> measure_profile(const planner::ModelSpec& model, 
     s.predicted_backward += p.backward_s;
     tp_of_type[gpu->name] = stage.tp;
   }
+  std::vector<MeasuredRatio> ratios;
+  for (const auto& [type, s] : by_type)
+    ratios.push_back({type, tp_of_type[type], clamped(s.measured_forward, s.predicted_forward),
+                      clamped(s.measured_backward, s.predicted_backward)});
+  return ratios;
+}
+
+MeasuredProfile fold_ratios(const planner::ModelSpec& model, const JobPlan& plan, std::vector<MeasuredRatio> ratios,
+                            const planner::ComputeModel& predicted, const planner::GpuCatalog& catalog) {
   MeasuredProfile out;
-  for (const auto& [type, s] : by_type) {
-    MeasuredRatio ratio{type, clamped(s.measured_forward, s.predicted_forward),
-                        clamped(s.measured_backward, s.predicted_backward)};
-    const planner::GpuType& gpu = *catalog.find(type);
-    const int tp = tp_of_type[type];
+  for (const MeasuredRatio& ratio : ratios) {
+    const planner::GpuType& gpu = *catalog.find(ratio.gpu_type);
     planner::GpuProfile profile;
     profile.model = model.name;
-    profile.gpu = type;
-    std::vector<planner::LayerTimes>& blocks = profile.by_mbs_tp[plan.micro_batch_size][tp];
+    profile.gpu = ratio.gpu_type;
+    std::vector<planner::LayerTimes>& blocks = profile.by_mbs_tp[plan.micro_batch_size][ratio.tp];
     for (int b = 0; b < model.num_blocks(); ++b) {
-      planner::LayerTimes t = predicted.block_times(model, gpu, b, tp, plan.micro_batch_size);
+      planner::LayerTimes t = predicted.block_times(model, gpu, b, ratio.tp, plan.micro_batch_size);
       t.forward_s *= ratio.forward;
       t.backward_s *= ratio.backward;
       blocks.push_back(t);
     }
     out.profiles.push_back(std::move(profile));
-    out.signature += (out.signature.empty() ? "" : ";") + type + ":f" + rounded(ratio.forward) + ",b" +
+    out.signature += (out.signature.empty() ? "" : ";") + ratio.gpu_type + ":f" + rounded(ratio.forward) + ",b" +
                      rounded(ratio.backward);
-    out.summary += std::string(out.summary.empty() ? "" : "; ") + type + " forward x" + rounded(ratio.forward) +
-                   ", backward x" + rounded(ratio.backward);
-    out.ratios.push_back(ratio);
+    out.summary += std::string(out.summary.empty() ? "" : "; ") + ratio.gpu_type + " forward x" +
+                   rounded(ratio.forward) + ", backward x" + rounded(ratio.backward);
   }
   out.summary = "measured/predicted compute under epoch " + std::to_string(plan.epoch) + ": " + out.summary;
+  out.ratios = std::move(ratios);
   return out;
+}
+
+std::optional<MeasuredProfile> measure_profile(const planner::ModelSpec& model, const JobPlan& plan,
+                                               const std::vector<PodReport>& reports,
+                                               const planner::ComputeModel& predicted,
+                                               const planner::GpuCatalog& catalog) {
+  auto ratios = measure_ratios(model, plan, reports, predicted, catalog);
+  if (!ratios) return std::nullopt;
+  return fold_ratios(model, plan, std::move(*ratios), predicted, catalog);
 }
 
 }  // namespace flotilla::op

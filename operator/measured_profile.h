@@ -30,6 +30,7 @@ namespace flotilla::op {
 
 struct MeasuredRatio {
   std::string gpu_type;
+  int tp = 1;           // of the type's stages in the measured plan
   double forward = 1;   // measured / predicted
   double backward = 1;
 };
@@ -44,6 +45,15 @@ struct MeasuredProfile {
 inline constexpr double kMinMeasuredRatio = 0.02;
 inline constexpr double kMaxMeasuredRatio = 50;
 
+// The ratios alone (O(stages)): what a caller compares before it builds profiles.
+std::optional<std::vector<MeasuredRatio>> measure_ratios(const planner::ModelSpec& model, const JobPlan& plan,
+                                                          const std::vector<PodReport>& reports,
+                                                          const planner::ComputeModel& predicted,
+                                                          const planner::GpuCatalog& catalog);
+// The profiles, signature and summary of ratios measured under `plan` (O(types x blocks)).
+MeasuredProfile fold_ratios(const planner::ModelSpec& model, const JobPlan& plan, std::vector<MeasuredRatio> ratios,
+                            const planner::ComputeModel& predicted, const planner::GpuCatalog& catalog);
+// measure_ratios() then fold_ratios().
 std::optional<MeasuredProfile> measure_profile(const planner::ModelSpec& model, const JobPlan& plan,
                                                const std::vector<PodReport>& reports,
                                                const planner::ComputeModel& predicted,

@@ -1,7 +1,5 @@
 #include "operator/operator.h"
 
-#include "operator/measured_profile.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,15 +74,13 @@ planner::ClusterSpec capacity_of(const ClusterView& view) {
 
 // A new measurement replaces the folded one only when some GPU type's ratio moved by 10 % or
 // more (or a type is new): step-to-step noise must not rebuild the job's table every report.
-bool moved_enough(const std::vector<std::pair<std::string, std::pair<double, double>>>& folded,
-                  const std::vector<MeasuredRatio>& measured) {
+bool moved_enough(const std::vector<MeasuredRatio>& folded, const std::vector<MeasuredRatio>& measured) {
   constexpr double kRelativeChange = 0.10;
   if (folded.size() != measured.size()) return true;
   for (const MeasuredRatio& r : measured) {
-    auto it = std::find_if(folded.begin(), folded.end(), [&](const auto& f) { return f.first == r.gpu_type; });
+    auto it = std::find_if(folded.begin(), folded.end(), [&](const MeasuredRatio& f) { return f.gpu_type == r.gpu_type; });
     if (it == folded.end()) return true;
-    if (std::abs(r.forward / it->second.first - 1) >= kRelativeChange ||
-        std::abs(r.backward / it->second.second - 1) >= kRelativeChange)
+    if (std::abs(r.forward / it->forward - 1) >= kRelativeChange || std::abs(r.backward / it->backward - 1) >= kRelativeChange)
       return true;
   }
   return false;
@@ -244,11 +240,12 @@ void Operator::update_measured_profile(const Json& job, const JobObservation& ob
       m.first_step = lowest;
     }
     if (highest < m.first_step + kWarmupSteps) return;
-    folded = measure_profile(*model, *plan, reports, compute_, catalog_);
-    if (!folded || !moved_enough(m.ratios, folded->ratios)) return;
+    // Ratios every reconcile (O(stages)); profiles (O(types x blocks)) only when they moved.
+    auto ratios = measure_ratios(*model, *plan, reports, compute_, catalog_);
+    if (!ratios || !moved_enough(m.ratios, *ratios)) return;
+    folded = fold_ratios(*model, *plan, std::move(*ratios), compute_, catalog_);
     m.signature = folded->signature;
-    m.ratios.clear();
-    for (const MeasuredRatio& r : folded->ratios) m.ratios.push_back({r.gpu_type, {r.forward, r.backward}});
+    m.ratios = folded->ratios;
     m.profiles = std::make_unique<planner::ProfileSet>();
     for (planner::GpuProfile& p : folded->profiles) m.profiles->add(std::move(p));
     m.compute = std::make_unique<planner::ComputeModel>(m.profiles.get());

@@ -34,6 +34,7 @@
 #include "operator/cluster_view.h"
 #include "operator/job_reconciler.h"
 #include "operator/job_spec.h"
+#include "operator/measured_profile.h"
 #include "operator/job_table.h"
 #include "operator/metrics.h"
 #include "operator/pod_manifest.h"
@@ -122,7 +123,7 @@ class Operator {
     std::int64_t epoch = 0;        // the plan epoch being measured
     std::int64_t first_step = -1;  // the lowest step reported under it (warm-up counts from it)
     std::string signature;         // of the folded profile; "" while none
-    std::vector<std::pair<std::string, std::pair<double, double>>> ratios;  // type -> (fwd, bwd) folded
+    std::vector<MeasuredRatio> ratios;  // folded
     std::unique_ptr<planner::ProfileSet> profiles;
     std::unique_ptr<planner::ComputeModel> compute;
     planner::EvalContext eval;

@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +115,11 @@ class LocalCluster : public ::testing::Test {
                          (ref / "ckpt").string() + " --loss-log " + (ref / "loss.log").string());
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return slurp(ref / "loss.log");
+  }
+  // What `flotilla up` recorded: pids, start times, ports (cli/local_cluster.cpp).
+  nlohmann::json up_state() const {
+    std::ifstream in(dir_ / "state/flotilla-up.json");
+    return nlohmann::json::parse(in);
   }
   std::string events() { return kubectl("get events --sort-by=.metadata.resourceVersion").output; }
 

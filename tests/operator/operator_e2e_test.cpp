@@ -94,8 +94,7 @@ TEST_F(LocalCluster, AnUnwritableCheckpointPathFailsTheJobWithAClearCondition) {
 // written, the pods are not all there) and started again: it resumes that rescale from
 // status.plan instead of starting another, and the job finishes bit-identical.
 TEST_F(LocalCluster, OperatorKilledMidRescaleResumesItOnce) {
-  std::ifstream in(dir_ / "state/flotilla-up.json");
-  const auto up = nlohmann::json::parse(in);
+  const auto up = up_state();
   const pid_t op = up.value("operatorPid", 0);
   ASSERT_GT(op, 0);
   const std::vector<std::string> argv = command_line_of(op);

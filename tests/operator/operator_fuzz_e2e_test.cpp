@@ -15,8 +15,7 @@
 using namespace operator_e2e;
 
 TEST_F(LocalCluster, TwoThousandMutatedManifestsNeverCrashTheOperator) {
-  std::ifstream in(dir_ / "state/flotilla-up.json");
-  const auto up = nlohmann::json::parse(in);
+  const auto up = up_state();
   const pid_t op = up.value("operatorPid", 0);
   ASSERT_GT(op, 0);
   auto config = flotilla::kube::load_kubeconfig((dir_ / "state/kubeconfig").string());

@@ -46,18 +46,13 @@ std::vector<std::string> with_flag(std::vector<std::string> argv, const std::str
   return argv;
 }
 
-nlohmann::json up_state(const fs::path& dir) {
-  std::ifstream in(dir / "state/flotilla-up.json");
-  return nlohmann::json::parse(in);
-}
-
 }  // namespace
 
 // Two operators with --leader-elect: one leads, the other waits. SIGKILL the leader (no release
 // of the Lease): the standby takes over only once the Lease has expired, within client-go's
 // bound (lease duration plus two jittered retry periods), and the job finishes.
 TEST_F(LocalCluster, LeaderFailoverHandsOverWithinTheLeaseBounds) {
-  const pid_t up_operator = up_state(dir_).value("operatorPid", 0);
+  const pid_t up_operator = up_state().value("operatorPid", 0);
   ASSERT_GT(up_operator, 0);
   const std::vector<std::string> argv = command_line_of(up_operator);
   ASSERT_FALSE(argv.empty());
@@ -116,7 +111,7 @@ TEST_F(LocalCluster, LeaderFailoverHandsOverWithinTheLeaseBounds) {
 // and comes back on the same address with its data folder. The operator, never restarted, resumes
 // its watches, replaces the dead pods, and the job resumes from its last checkpoint and finishes.
 TEST_F(LocalCluster, DevclusterRestartedUnderARunningJobLosesNoJob) {
-  const auto state = up_state(dir_);
+  const auto state = up_state();
   const pid_t devcluster = state.value("devclusterPid", 0);
   const pid_t op = state.value("operatorPid", 0);
   ASSERT_GT(devcluster, 0);
