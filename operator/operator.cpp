@@ -86,6 +86,14 @@ bool moved_enough(const std::vector<MeasuredRatio>& folded, const std::vector<Me
   return false;
 }
 
+// λ over (now - window, now] of the jobs created then (FlexTrain §5.1), through the scaler's
+// estimator so the operator and the simulator count arrivals the same way.
+double arrival_rate_per_s(const std::vector<double>& arrival_times_s, double window_s, double now) {
+  scaler::ArrivalRateEstimator arrivals(window_s, 1);
+  for (double t : arrival_times_s) arrivals.record(t, 1);
+  return arrivals.rate_per_s(now);
+}
+
 const char* direction_of(scaler::AllocAction a) {
   switch (a) {
     case scaler::AllocAction::kGrow: return "up";
@@ -260,7 +268,8 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   const std::vector<Json> jobs = ctx.primary.list();
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
   const ClusterView& view = snap->view;
-  scaler::ArrivalRateEstimator arrivals(options_.arrival_window_s, 1);
+  std::vector<double> arrival_times_s;  // every job's creation, for λ over each job's own window
+  std::vector<double> job_window_s;     // per input.jobs entry: spec.elasticity.windowSeconds
   scaler::AllocatorInput input;
   input.free_gpus_by_type = view.free_by_type();
   input.use_benefit_check = options_.use_benefit_check;
@@ -280,7 +289,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     const Json status = job.value("status", Json::object());
     const std::string phase = status.value("phase", "");
     const double created = seconds_of(spec.creation_timestamp);
-    arrivals.record(created, 1);
+    arrival_times_s.push_back(created);
     if (phase == "Succeeded" || phase == "Failed") continue;
     const JobTable& table = table_for(spec);
     scaler::AllocatorJob a;
@@ -321,9 +330,13 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
         a.seconds_since_rescale = now_s() - seconds_of(status.value("lastRescaleTime", ""));
     }
     input.jobs.push_back(a);
+    job_window_s.push_back(spec.window_seconds);
   }
   std::erase_if(tables_, [&](const auto& entry) { return !pass_tables_used_.contains(entry.first); });
-  input.arrival_rate_per_s = arrivals.rate_per_s(now_s());
+  input.arrival_rate_per_s = arrival_rate_per_s(arrival_times_s, options_.arrival_window_s, now_s());
+  for (std::size_t i = 0; i < input.jobs.size(); ++i)
+    if (job_window_s[i] != options_.arrival_window_s)
+      input.jobs[i].arrival_rate_per_s = arrival_rate_per_s(arrival_times_s, job_window_s[i], now_s());
   const std::vector<scaler::AllocatorDecision> decisions = scaler::allocate(input);
   int waiting = 0;
   for (const scaler::AllocatorDecision& d : decisions) {

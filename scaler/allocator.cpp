@@ -192,7 +192,8 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
       ElasticJobView view{0, j->current_gpus, j->table, j->overhead_s};
       BenefitCheckParams params;
       params.threshold_probability = j->benefit_threshold;
-      auto choice = choose_scale_up(view, free, input.arrival_rate_per_s, input.use_benefit_check, params);
+      auto choice = choose_scale_up(view, free, j->arrival_rate_per_s.value_or(input.arrival_rate_per_s),
+                                    input.use_benefit_check, params);
       if (!choice) continue;
       AllocatorDecision& d = decided[j->key];
       d.benefit = choice->decision;

@@ -49,6 +49,8 @@ struct AllocatorJob {
   double seconds_since_rescale = std::numeric_limits<double>::infinity();
   double min_rescale_interval_s = 0;
   double benefit_threshold = 0.6;
+  // λ over this job's own window (spec.elasticity.windowSeconds); unset: the input's λ.
+  std::optional<double> arrival_rate_per_s;
 };
 
 struct AllocatorInput {

@@ -81,6 +81,27 @@ TEST(Allocator, ScaleUpPassesWhenNoJobsArriveAndIsRefusedWhenTheyArriveOften) {
   EXPECT_NEAR(d.benefit->probability, std::exp(-0.1 * 2.9 / 1.9 * 30), 1e-12);
 }
 
+TEST(Allocator, AJobsOwnArrivalRateOverridesTheClusterRate) {
+  // The cluster's λ = 0 would pass any speedup; the job's own window saw 0.1 arrivals/s, so
+  // its check uses that: P = exp(-0.1 x 2.9 / 1.9 x 30 s) = 0.0103 < 0.6, refused.
+  const auto t = table();
+  fs::AllocatorInput in;
+  in.free_gpus_by_type = {{"A100-80", 6}};
+  in.arrival_rate_per_s = 0;
+  in.jobs = {job("r", true, 2, &t)};
+  in.jobs[0].arrival_rate_per_s = 0.1;
+  auto ds = fs::allocate(in);
+  ASSERT_TRUE(of(ds, "r").benefit);
+  EXPECT_EQ(of(ds, "r").reason_code, "BenefitCheckRefused");
+  EXPECT_NEAR(of(ds, "r").benefit->probability, std::exp(-0.1 * 2.9 / 1.9 * 30), 1e-12);
+  // And the other way: a busy cluster window, a quiet job window (λ = 0): it grows.
+  in.arrival_rate_per_s = 0.1;
+  in.jobs[0].arrival_rate_per_s = 0.0;
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kGrow);
+  EXPECT_EQ(of(ds, "r").target_gpus, 8);
+}
+
 TEST(Allocator, NobodyGrowsWhileAJobWaits) {
   const auto t = table();
   fs::AllocatorInput in;
