@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/progress_line.h"
 #include "process/spawn.h"
 
 namespace flotilla::cli {
@@ -76,10 +77,10 @@ std::map<std::int64_t, EpochMeasurement> measure_plans(const std::string& pods_d
         const Json j = Json::parse(line, nullptr, false);
         if (!j.is_object()) continue;
         const std::string event = j.value("event", "");
-        if (event == "memory") {
-          const int stage = j.value("stage", 0);
-          m.peak_bytes_by_stage[stage] = std::max(m.peak_bytes_by_stage[stage], j.value("peak_bytes", std::int64_t{0}));
-          m.gpu_type_by_stage[stage] = j.value("gpu_type", "");
+        if (const auto memory = parse_memory_line(line, nullptr)) {
+          const int stage = memory->stage;
+          m.peak_bytes_by_stage[stage] = std::max(m.peak_bytes_by_stage[stage], memory->peak_bytes);
+          m.gpu_type_by_stage[stage] = memory->gpu_type;
         } else if (event == "step" && j.value("rank", -1) == 0) {
           const std::int64_t step = j.value("step", std::int64_t{0});
           const double started_ms = j.value("time_unix_ms", 0.0) - 1000.0 * j.value("step_seconds", 0.0);

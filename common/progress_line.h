@@ -1,6 +1,9 @@
-// The schema of the worker's `step` progress line: one JSON object per line, written by every
-// rank after each optimizer step (worker/runtime/trainer.cpp) and read back by whoever folds
-// measured speed into a cost model (scaler/online_profile.h, the trainer sidecar).
+// The schema of the worker's progress lines: one JSON object per line, written by every rank
+// (worker/runtime/trainer.cpp) and read back by whoever folds measured speed or memory into a
+// model (scaler/online_profile.h, the trainer sidecar, the demo's report).
+//   - `step`, after each optimizer step: speed and loss (StepProgress);
+//   - `memory`, once per run after its first step, where the backend knows its device: the
+//     rank's peak bytes in use and the device's capacity (MemoryProgress).
 //
 // Guarantees:
 //   - format_step_line() and parse_step_line() are inverses: parse(format(p)) == p for every
@@ -8,7 +11,8 @@
 //     infinite value is written as null and read back as NaN).
 //   - The text is a JSON object with "event": "step" and the keys below (kStep*), sorted by
 //     name (nlohmann::json's order), no newline; the writer appends the newline.
-//   - parse_step_line() returns nullopt with one line in *error for anything that is not a
+//   - format_memory_line() and parse_memory_line() are inverses too, with "event": "memory".
+//   - parse_step_line() (and parse_memory_line()) returns nullopt with one line in *error for anything that is not a
 //     well-formed step line: not JSON, another event ("start", "checkpoint"), a missing key or
 //     a value of the wrong type (integers where counts are expected, arrays of numbers for
 //     the per-micro-batch times). Unknown extra keys are ignored, so the writer may add fields.
@@ -48,16 +52,29 @@ struct StepProgress {
   bool operator==(const StepProgress&) const = default;
 };
 
+// What one rank's device held at its high-water mark (bytes in use, not an allocator's cache).
+struct MemoryProgress {
+  int rank = 0;
+  int stage = 0;
+  std::string gpu_type;  // the device: an emulated GPU type or the CUDA device's name
+  std::int64_t peak_bytes = 0;
+  std::int64_t capacity_bytes = 0;
+  double time_unix_ms = 0;
+
+  bool operator==(const MemoryProgress&) const = default;
+};
+
 namespace progress_line_detail {
 
 inline nlohmann::json number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-inline bool read_double(const nlohmann::json& j, const char* key, double* out, std::string* error) {
+inline bool read_double(const nlohmann::json& j, const char* key, double* out, std::string* error,
+                        const char* event = "step") {
   auto it = j.find(key);
   if (it == j.end()) {
-    *error = std::string("step progress line has no \"") + key + "\"";
+    *error = std::string(event) + " progress line has no \"" + key + "\"";
     return false;
   }
   if (it->is_null()) {
@@ -65,7 +82,7 @@ inline bool read_double(const nlohmann::json& j, const char* key, double* out, s
     return true;
   }
   if (!it->is_number()) {
-    *error = std::string("step progress line: \"") + key + "\" is " + it->dump() + ", not a number";
+    *error = std::string(event) + " progress line: \"" + key + "\" is " + it->dump() + ", not a number";
     return false;
   }
   *out = it->get<double>();
@@ -73,14 +90,14 @@ inline bool read_double(const nlohmann::json& j, const char* key, double* out, s
 }
 
 template <class Int>
-bool read_int(const nlohmann::json& j, const char* key, Int* out, std::string* error) {
+bool read_int(const nlohmann::json& j, const char* key, Int* out, std::string* error, const char* event = "step") {
   auto it = j.find(key);
   if (it == j.end()) {
-    *error = std::string("step progress line has no \"") + key + "\"";
+    *error = std::string(event) + " progress line has no \"" + key + "\"";
     return false;
   }
   if (!it->is_number_integer()) {
-    *error = std::string("step progress line: \"") + key + "\" is " + it->dump() + ", not an integer";
+    *error = std::string(event) + " progress line: \"" + key + "\" is " + it->dump() + ", not an integer";
     return false;
   }
   *out = it->get<Int>();
@@ -132,21 +149,33 @@ inline std::string format_step_line(const StepProgress& p) {
       .dump();
 }
 
-inline std::optional<StepProgress> parse_step_line(std::string_view line, std::string* error) {
-  using namespace progress_line_detail;
-  std::string ignored;
-  if (!error) error = &ignored;
-  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+namespace progress_line_detail {
+
+// The line as a JSON object of the wanted event, or nullopt with the reason in *error.
+inline std::optional<nlohmann::json> event_object(std::string_view line, const char* wanted, std::string* error) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     *error = "progress line is not a JSON object";
     return std::nullopt;
   }
   const auto event = j.find("event");
-  if (event == j.end() || *event != "step") {
-    *error = "progress line is not a step event (event " +
+  if (event == j.end() || *event != wanted) {
+    *error = std::string("progress line is not a ") + wanted + " event (event " +
              (event == j.end() ? std::string("missing") : event->dump()) + ")";
     return std::nullopt;
   }
+  return j;
+}
+
+}  // namespace progress_line_detail
+
+inline std::optional<StepProgress> parse_step_line(std::string_view line, std::string* error) {
+  using namespace progress_line_detail;
+  std::string ignored;
+  if (!error) error = &ignored;
+  const std::optional<nlohmann::json> object = event_object(line, "step", error);
+  if (!object) return std::nullopt;
+  const nlohmann::json& j = *object;
   StepProgress p;
   const bool ok = read_int(j, "rank", &p.rank, error) && read_int(j, "stage", &p.stage, error) &&
                   read_int(j, "dp_index", &p.dp_index, error) && read_int(j, "step", &p.step, error) &&
@@ -162,6 +191,40 @@ inline std::optional<StepProgress> parse_step_line(std::string_view line, std::s
                   read_double(j, "time_unix_ms", &p.time_unix_ms, error);
   if (!ok) return std::nullopt;
   return p;
+}
+
+inline std::string format_memory_line(const MemoryProgress& m) {
+  return nlohmann::json{{"event", "memory"},
+                        {"rank", m.rank},
+                        {"stage", m.stage},
+                        {"gpu_type", m.gpu_type},
+                        {"peak_bytes", m.peak_bytes},
+                        {"capacity_bytes", m.capacity_bytes},
+                        {"time_unix_ms", progress_line_detail::number(m.time_unix_ms)}}
+      .dump();
+}
+
+inline std::optional<MemoryProgress> parse_memory_line(std::string_view line, std::string* error) {
+  using namespace progress_line_detail;
+  std::string ignored;
+  if (!error) error = &ignored;
+  const std::optional<nlohmann::json> object = event_object(line, "memory", error);
+  if (!object) return std::nullopt;
+  const nlohmann::json& j = *object;
+  MemoryProgress m;
+  const auto type = j.find("gpu_type");
+  if (type == j.end() || !type->is_string()) {
+    *error = "memory progress line: \"gpu_type\" is not a string";
+    return std::nullopt;
+  }
+  m.gpu_type = type->get<std::string>();
+  const char* what = "memory";
+  const bool ok = read_int(j, "rank", &m.rank, error, what) && read_int(j, "stage", &m.stage, error, what) &&
+                  read_int(j, "peak_bytes", &m.peak_bytes, error, what) &&
+                  read_int(j, "capacity_bytes", &m.capacity_bytes, error, what) &&
+                  read_double(j, "time_unix_ms", &m.time_unix_ms, error, what);
+  if (!ok) return std::nullopt;
+  return m;
 }
 
 }  // namespace flotilla

@@ -42,11 +42,9 @@ bool ProgressSummary::fold(const std::string& line) {
 }
 
 void ProgressSummary::fold_memory(const std::string& line) {
-  const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("event", "") != "memory") return;
-  const auto it = j.find("peak_bytes");
-  if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) return;
-  peak_bytes_ = std::max(peak_bytes_, it->get<std::int64_t>());
+  const std::optional<MemoryProgress> memory = parse_memory_line(line, nullptr);
+  if (!memory || memory->peak_bytes <= 0) return;
+  peak_bytes_ = std::max(peak_bytes_, memory->peak_bytes);
 }
 
 std::vector<StageSeconds> ProgressSummary::stage_seconds() const {

@@ -79,5 +79,32 @@ TEST(ProgressLine, OtherEventsAndDamagedLinesAreOneLineErrors) {
   EXPECT_TRUE(parse_step_line(j.dump(), &error)) << error;
 }
 
+// The `memory` line: written once per run by a rank whose backend knows its device (an emulated
+// GPU, a CUDA device); the sidecar's peakBytes and the demo's report read it back.
+TEST(ProgressLine, MemoryLineRoundTripsAndRefusesDamage) {
+  MemoryProgress m;
+  m.rank = 3;
+  m.stage = 1;
+  m.gpu_type = "NVIDIA H100 80GB HBM3";
+  m.peak_bytes = 61'203'415'040;  // above 2^32: must stay a 64-bit integer
+  m.capacity_bytes = 85'045'379'072;
+  m.time_unix_ms = 1.7e12;
+  const std::string line = format_memory_line(m);
+  std::string error;
+  const auto back = parse_memory_line(line, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(*back, m);
+  EXPECT_FALSE(parse_step_line(line, &error));  // not a step line
+  EXPECT_NE(error.find("not a step event"), std::string::npos) << error;
+  nlohmann::json j = nlohmann::json::parse(line);
+  j["peak_bytes"] = "61 GB";
+  EXPECT_FALSE(parse_memory_line(j.dump(), &error));
+  EXPECT_EQ(error, "memory progress line: \"peak_bytes\" is \"61 GB\", not an integer");
+  j = nlohmann::json::parse(line);
+  j.erase("gpu_type");
+  EXPECT_FALSE(parse_memory_line(j.dump(), &error));
+  EXPECT_EQ(error, "memory progress line: \"gpu_type\" is not a string");
+}
+
 }  // namespace
 }  // namespace flotilla

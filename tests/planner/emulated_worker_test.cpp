@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress_line.h"
 #include "planner/evaluate.h"
 #include "planner/plan_and_place.h"
 #include "process/free_port.h"
@@ -144,7 +145,7 @@ class EmulatedWorker : public ::testing::Test {
         const auto j = nlohmann::json::parse(line, nullptr, false);
         if (!j.is_object()) continue;
         if (j.value("event", "") == "step") rr.step_seconds.push_back(j.value("step_seconds", 0.0));
-        if (j.value("event", "") == "memory") rr.peak_bytes = j.value("peak_bytes", std::int64_t{0});
+        if (const auto memory = flotilla::parse_memory_line(line, nullptr)) rr.peak_bytes = memory->peak_bytes;
       }
       runs.ranks.push_back(rr);
     }

@@ -52,10 +52,16 @@ TEST(SidecarProgress, KeepsNewestStepLastStageLossAndMeanStageSeconds) {
 TEST(SidecarProgress, MemoryLinesGiveThePodsLargestMeasuredPeak) {
   ProgressSummary s(2);
   EXPECT_EQ(s.peak_bytes(), 0);
-  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":0,"stage":0,"peak_bytes":2130000,"capacity_bytes":4600000})"));
-  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":1,"stage":1,"peak_bytes":3000000})"));
-  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":2,"stage":1,"peak_bytes":-5})"));
-  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":3,"stage":1,"peak_bytes":"lots"})"));
+  // Lines as the worker writes them (common/progress_line.h's memory schema).
+  const auto line = [](int rank, const std::string& peak) {
+    return R"({"event":"memory","rank":)" + std::to_string(rank) + R"(,"stage":1,"gpu_type":"emu-fast","peak_bytes":)" +
+           peak + R"(,"capacity_bytes":4600000,"time_unix_ms":1.7e12})";
+  };
+  EXPECT_FALSE(s.fold(line(0, "2130000")));
+  EXPECT_FALSE(s.fold(line(1, "3000000")));
+  EXPECT_FALSE(s.fold(line(2, "-5")));
+  EXPECT_FALSE(s.fold(line(3, R"("lots")")));
+  EXPECT_FALSE(s.fold(R"({"event":"memory","rank":4,"stage":1,"peak_bytes":9000000})"));  // no gpu_type: refused
   EXPECT_FALSE(s.fold(R"({"event":"memory", truncated)"));
   EXPECT_EQ(s.peak_bytes(), 3000000);
   EXPECT_FALSE(s.has_step());

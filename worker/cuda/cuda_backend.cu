@@ -19,10 +19,28 @@ class CudaBackend final : public Backend {
     FLOTILLA_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     unsigned long long threshold = ~0ULL;
     FLOTILLA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    // Every buffer (model, activations, kernels' scratch) comes from this pool, so its
+    // used-memory high-water mark is the rank's peak as the planner predicts it (bytes in use,
+    // not the cache). Reset it: an earlier backend in this process is not this run's peak.
+    unsigned long long zero = 0;
+    FLOTILLA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
+    pool_ = pool;
   }
   ~CudaBackend() override { cublasDestroy(handle_); }
 
   std::string_view name() const override { return tf32_ ? "cuda-tf32" : "cuda"; }
+  std::optional<DeviceMemory> device_memory() const override {
+    int device = 0;
+    FLOTILLA_CUDA_CHECK(cudaGetDevice(&device));
+    cudaDeviceProp props{};
+    FLOTILLA_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+    return DeviceMemory{props.name, props.totalGlobalMem};
+  }
+  std::size_t peak_bytes() const override {
+    unsigned long long used_high_bytes = 0;
+    FLOTILLA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &used_high_bytes));
+    return static_cast<std::size_t>(used_high_bytes);
+  }
   void* allocate_bytes(std::size_t bytes) override {
     void* p = cuda::scratch_alloc(bytes ? bytes : 1);
     FLOTILLA_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, 0));
@@ -110,6 +128,7 @@ class CudaBackend final : public Backend {
  private:
   bool tf32_;
   cublasHandle_t handle_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;  // the device's default pool, which scratch_alloc draws on
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -47,6 +48,13 @@ class Backend {
   virtual std::string_view memory_kind() const { return "GPU"; }
   // High-water mark of the bytes held through allocate_bytes(); 0 where not tracked.
   virtual std::size_t peak_bytes() const { return 0; }
+  // The device whose memory peak_bytes() measures: its GPU type (an emulated type, or the CUDA
+  // device's name) and capacity. Empty where there is no such device (plain CPU).
+  struct DeviceMemory {
+    std::string gpu_type;
+    std::size_t capacity_bytes = 0;
+  };
+  virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
 
   // Throws OutOfMemoryError when the memory is not there.
   virtual void* allocate_bytes(std::size_t bytes) = 0;

@@ -37,6 +37,10 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::string_view memory_kind() const override { return emulated_type_.empty() ? "host" : "GPU"; }
   std::size_t peak_bytes() const override { return peak_bytes_; }
+  std::optional<DeviceMemory> device_memory() const override {
+    if (emulated_type_.empty()) return std::nullopt;  // host memory: no device to report on
+    return DeviceMemory{emulated_type_, limit_bytes_};
+  }
   // A per-size free list: a training step allocates the same buffer sizes every micro-batch,
   // and reusing them avoids the page faults of fresh mmap'ed memory (~4% of a step).
   void* allocate_bytes(std::size_t bytes) override {

@@ -525,16 +525,19 @@ void RankRunner::train_step(std::int64_t step) {
   line.time_unix_ms = unix_time_ms();
   progress_->write_line(format_step_line(line));
   // The high-water mark is reached in the first step (1F1B's warm-up holds the most
-  // activations); what an emulated GPU held is what the planner's memory model predicts.
-  if (emulated_ && step == start_step_)
-    progress_->write_line(json{{"event", "memory"},
-                               {"rank", rank_},
-                               {"stage", stage_},
-                               {"gpu_type", emulated_->type},
-                               {"peak_bytes", backend_->peak_bytes()},
-                               {"capacity_bytes", emulated_->memory_bytes},
-                               {"time_unix_ms", unix_time_ms()}}
-                              .dump());
+  // activations); what a GPU (or an emulated one) held is what the planner's memory model
+  // predicts, so the operator can compare the two.
+  if (step != start_step_) return;
+  if (const auto device = backend_->device_memory()) {
+    MemoryProgress memory;
+    memory.rank = rank_;
+    memory.stage = stage_;
+    memory.gpu_type = device->gpu_type;
+    memory.peak_bytes = static_cast<std::int64_t>(backend_->peak_bytes());
+    memory.capacity_bytes = static_cast<std::int64_t>(device->capacity_bytes);
+    memory.time_unix_ms = unix_time_ms();
+    progress_->write_line(format_memory_line(memory));
+  }
 }
 
 void RankRunner::checkpoint(std::int64_t completed_steps) {
