@@ -167,15 +167,16 @@ inline std::optional<nlohmann::json> event_object(std::string_view line, const c
   return j;
 }
 
-}  // namespace progress_line_detail
-
-inline std::optional<StepProgress> parse_step_line(std::string_view line, std::string* error) {
-  using namespace progress_line_detail;
+// A line of `event` read by `reader`, or nullopt with the reason in *error (when not null).
+template <class Reader>
+auto parse_event(std::string_view line, const char* event, Reader reader, std::string* error) {
   std::string ignored;
-  if (!error) error = &ignored;
-  const std::optional<nlohmann::json> object = event_object(line, "step", error);
-  if (!object) return std::nullopt;
-  const nlohmann::json& j = *object;
+  error = error != nullptr ? error : &ignored;
+  const std::optional<nlohmann::json> j = event_object(line, event, error);
+  return j ? reader(*j, error) : decltype(reader(*j, error)){};
+}
+
+inline std::optional<StepProgress> read_step(const nlohmann::json& j, std::string* error) {
   StepProgress p;
   const bool ok = read_int(j, "rank", &p.rank, error) && read_int(j, "stage", &p.stage, error) &&
                   read_int(j, "dp_index", &p.dp_index, error) && read_int(j, "step", &p.step, error) &&
@@ -193,6 +194,12 @@ inline std::optional<StepProgress> parse_step_line(std::string_view line, std::s
   return p;
 }
 
+}  // namespace progress_line_detail
+
+inline std::optional<StepProgress> parse_step_line(std::string_view line, std::string* error) {
+  return progress_line_detail::parse_event(line, "step", progress_line_detail::read_step, error);
+}
+
 inline std::string format_memory_line(const MemoryProgress& m) {
   return nlohmann::json{{"event", "memory"},
                         {"rank", m.rank},
@@ -204,13 +211,9 @@ inline std::string format_memory_line(const MemoryProgress& m) {
       .dump();
 }
 
-inline std::optional<MemoryProgress> parse_memory_line(std::string_view line, std::string* error) {
-  using namespace progress_line_detail;
-  std::string ignored;
-  if (!error) error = &ignored;
-  const std::optional<nlohmann::json> object = event_object(line, "memory", error);
-  if (!object) return std::nullopt;
-  const nlohmann::json& j = *object;
+namespace progress_line_detail {
+
+inline std::optional<MemoryProgress> read_memory(const nlohmann::json& j, std::string* error) {
   MemoryProgress m;
   const auto type = j.find("gpu_type");
   if (type == j.end() || !type->is_string()) {
@@ -225,6 +228,12 @@ inline std::optional<MemoryProgress> parse_memory_line(std::string_view line, st
                   read_double(j, "time_unix_ms", &m.time_unix_ms, error, what);
   if (!ok) return std::nullopt;
   return m;
+}
+
+}  // namespace progress_line_detail
+
+inline std::optional<MemoryProgress> parse_memory_line(std::string_view line, std::string* error) {
+  return progress_line_detail::parse_event(line, "memory", progress_line_detail::read_memory, error);
 }
 
 }  // namespace flotilla
