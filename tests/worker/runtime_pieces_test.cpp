@@ -363,6 +363,27 @@ TEST(RuntimeTransport, SilentPeerTimesOutAndClosedPeerIsNamed) {
             "message with tag 5");
 }
 
+// A peer that went away is named the same way when this rank notices it while sending (the
+// kernel answers EPIPE/ECONNRESET) as when it notices it while receiving: which of the two a
+// rank is doing when its peer is killed is a race, and the user should read one line either way.
+TEST(RuntimeTransport, ClosedPeerIsNamedWhenSendingToo) {
+  const int port = process::pick_free_port();
+  std::thread peer([&] { auto t = TcpTransport::connect({1, 2, "127.0.0.1", port}); });  // leaves at once
+  auto t = TcpTransport::connect({0, 2, "127.0.0.1", port});
+  peer.join();
+  std::string error;
+  const std::vector<float> big(1 << 20, 1.0f);  // 4 MiB: beyond the socket buffers
+  for (int i = 0; i < 50 && error.empty(); ++i) {
+    try {
+      t->send_vec(1, 3, big);
+      t->flush();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  EXPECT_EQ(error, "rank 1 closed its connection (it exited or was killed) while this rank sent to it");
+}
+
 // A rank that never shows up: rank 0 gives up after connect_timeout, and so does a rank
 // whose rank 0 never listens, each with one line saying what it waited for.
 TEST(RuntimeTransport, RendezvousWithAMissingRankTimesOut) {

@@ -35,6 +35,10 @@ std::string seconds_text(std::chrono::milliseconds d) {
   return buf;
 }
 
+struct PeerClosed : std::runtime_error {
+  PeerClosed() : std::runtime_error("the peer closed its connection") {}
+};
+
 // Throws "timed out" (as std::system_error-free runtime_error) when the peer stops draining
 // the socket for SO_SNDTIMEO; the caller adds who the peer is.
 void write_all(int fd, const void* data, std::size_t size) {
@@ -45,6 +49,9 @@ void write_all(int fd, const void* data, std::size_t size) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
         throw std::runtime_error("timed out: the peer stopped reading (hung or stopped?)");
+      // A peer that died closes its socket: say so as a receive does, whichever of the two
+      // this rank happened to be doing when it noticed.
+      if (errno == EPIPE || errno == ECONNRESET) throw PeerClosed();
       fail("socket send failed");
     }
     p += n;
@@ -274,13 +281,15 @@ struct TcpTransport::Link {
       if (error.empty()) {
         try {
           write_all(fd, msg.data(), msg.size());
+        } catch (const PeerClosed&) {
+          err = "rank " + std::to_string(peer) + " closed its connection (it exited or was killed) while this rank sent to it";
         } catch (const std::exception& e) {
-          err = e.what();
+          err = "sending to rank " + std::to_string(peer) + " failed: " + e.what();
         }
       }
       std::lock_guard lock(mu);
       busy = false;
-      if (!err.empty()) error = "sending to rank " + std::to_string(peer) + " failed: " + err;
+      if (!err.empty()) error = err;
       cv.notify_all();
     }
   }
