@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kGB = 1e9;
 constexpr std::int64_t kGiB = 1LL << 30;
+constexpr std::int64_t kGh200ContextBytes = 4949LL * 1000000LL;
 
 GpuType make(std::string name, std::vector<std::string> aliases, std::int64_t memory_bytes,
              double tflops, double mem_bw_gb, int per_node, double intra_gb, double inter_gb,
@@ -79,7 +80,16 @@ GpuCatalog builtin_gpu_catalog() {
   t.push_back(make("RTX-4090", {"rtx4090"}, 24 * kGiB, 165, 1008, 8, 32, 1.25, 0.70, 0.063));
   t.push_back(make("Titan-RTX", {"titanrtx", "titan-rtx-24gb"}, 25769803776LL, 130, 672, 8, 16, 1.25, 0.50, 0.028));
   for (GpuType& g : t) {
-    if (g.name == "GH200-96") g.runtime_overhead_bytes = 5500LL * 1000000LL;
+    // NVLink types: NCCL runs 16 channels per communicator (assumption; it picks them from the
+    // topology) and, from Ampere on, the LL128 protocol. Hopper: 32 MiB cuBLAS workspace.
+    const bool nvlink = g.name.rfind("A100", 0) == 0 || g.name.rfind("H100", 0) == 0 || g.name == "H200" ||
+                        g.name == "GH200-96" || g.name.rfind("V100", 0) == 0;
+    if (nvlink) g.nccl_channels = 16;
+    g.nccl_ll128 = nvlink && g.name.rfind("V100", 0) != 0;
+    if (g.name.rfind("H100", 0) == 0 || g.name == "H200" || g.name == "GH200-96") g.cublas_workspace_bytes = 32LL << 20;
+    // Fitted on Sailor's 15 Clariden runs (fit_memory_overheads(), calibration.h), the residual
+    // after the modelled tensors, NCCL buffers and cuBLAS workspace; CalibrationMemory checks it.
+    if (g.name == "GH200-96") g.cuda_context_bytes = kGh200ContextBytes;
     // Pre-Ampere (Volta sm70, Turing sm75): no FlashAttention-2 kernels.
     if (g.name == "V100-16" || g.name == "V100-32" || g.name == "T4" || g.name == "RTX-2080" ||
         g.name == "Titan-RTX")
@@ -146,6 +156,10 @@ Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
           g.supports_flash_attention = kv.second.as<bool>();
           continue;
         }
+        if (key == "nccl_ll128") {
+          g.nccl_ll128 = kv.second.as<bool>();
+          continue;
+        }
         if (key == "emulated") {
           g.emulated = kv.second.as<bool>();
           continue;
@@ -178,7 +192,9 @@ Result<GpuCatalog> apply_catalog_entries(GpuCatalog base, YAML::Node root) {
                                              "fraction of peak FLOP/s a layer achieves");
         g.compute_efficiency = v;
       }
-      else if (key == "runtime_overhead_bytes") g.runtime_overhead_bytes = static_cast<std::int64_t>(v);
+      else if (key == "cuda_context_bytes" || key == "runtime_overhead_bytes") g.cuda_context_bytes = static_cast<std::int64_t>(v);
+      else if (key == "nccl_channels") g.nccl_channels = static_cast<int>(v);
+      else if (key == "cublas_workspace_bytes") g.cublas_workspace_bytes = static_cast<std::int64_t>(v);
       else {
         return Result<GpuCatalog>::failure("GPU catalog override: unknown field '" + key + "' for " + name);
       }

@@ -33,10 +33,19 @@ struct GpuType {
   double inter_node_bandwidth_bytes_per_s = 0;  // per node NIC, one direction
   double usd_per_hour = 0;                      // per GPU
   double compute_efficiency = 0.35;             // achieved / peak for transformer layers
-  // Memory the training process holds beyond the model's tensors: CUDA context, NCCL
-  // communicators, cuBLAS workspaces, allocator cache. Calibrated on GH200 (Sailor's Clariden
-  // runs); other types carry a documented default (docs/planner.md).
-  std::int64_t runtime_overhead_bytes = 1500LL << 20;
+  // Memory a training process holds outside its tensors (planner/runtime_overhead.h adds NCCL
+  // buffers and the cuBLAS workspace to these): the CUDA context with its loaded kernel modules,
+  // which depends on architecture, driver and CUDA's module loading. GH200: fitted on Sailor's
+  // Clariden runs (calibration.h fit_memory_overheads); other types: a documented default
+  // (docs/planner.md, "Runtime overheads"). Override key `cuda_context_bytes` (older name
+  // `runtime_overhead_bytes` accepted).
+  std::int64_t cuda_context_bytes = 2000LL * 1000000LL;
+  // NCCL channels per communicator (NCCL picks them from the topology: many on NVLink, few over
+  // PCIe) and whether NCCL enables its LL128 protocol (NVLink, Ampere and newer).
+  int nccl_channels = 2;
+  bool nccl_ll128 = false;
+  // PyTorch's cuBLAS workspace per device: :4096:2:16:8 = 8.125 MiB, 32 MiB on Hopper.
+  std::int64_t cublas_workspace_bytes = 8519680;
   // FlashAttention-2 kernels need Ampere (sm80) or newer; Volta/Turing (V100, T4, RTX-2080,
   // Titan-RTX) fall back to materialised attention scores.
   bool supports_flash_attention = true;

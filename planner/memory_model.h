@@ -79,7 +79,7 @@ struct MemoryBreakdown {
 // The per-GPU runtime overhead (CUDA context, NCCL, allocator cache) is not here but in
 // GpuType::runtime_overhead_bytes: rank peak = stage_memory().peak_bytes + that overhead.
 struct MemoryModelConstants {
-  double allocator_fraction = 0.035;     // fragmentation: extra fraction of dynamic bytes
+  double allocator_fraction = 0.0452;    // fragmentation: extra fraction of dynamic bytes
   double logits_bytes_per_element = 12;  // last stage, one micro-batch, per (token x vocab/t)
 };
 const MemoryModelConstants& default_memory_constants();

@@ -110,7 +110,11 @@ std::vector<std::vector<SearchPool>> mixed_pool_sets(const std::vector<SearchPoo
       const SearchPool& slow = a_faster ? b : a;
       GpuType& worst = storage.emplace_back(*slow.gpu);
       worst.memory_bytes = std::min(a.gpu->memory_bytes, b.gpu->memory_bytes);
-      worst.runtime_overhead_bytes = std::max(a.gpu->runtime_overhead_bytes, b.gpu->runtime_overhead_bytes);
+      worst.cuda_context_bytes = std::max(a.gpu->cuda_context_bytes, b.gpu->cuda_context_bytes);
+      worst.cublas_workspace_bytes = std::max(a.gpu->cublas_workspace_bytes, b.gpu->cublas_workspace_bytes);
+      worst.nccl_channels = std::max(a.gpu->nccl_channels, b.gpu->nccl_channels);
+      worst.nccl_ll128 = a.gpu->nccl_ll128 || b.gpu->nccl_ll128;
+      worst.emulated = a.gpu->emulated && b.gpu->emulated;
       worst.supports_flash_attention = a.gpu->supports_flash_attention && b.gpu->supports_flash_attention;
       worst.usd_per_hour = std::max(a.gpu->usd_per_hour, b.gpu->usd_per_hour);
       worst.gpus_per_node = std::min(a.gpu->gpus_per_node, b.gpu->gpus_per_node);

@@ -1,5 +1,7 @@
 #include "planner/stage_dp.h"
 
+#include "planner/runtime_overhead.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -204,7 +206,10 @@ void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, i
     shape.first_block = bounds[first];
     shape.last_block = bounds[last];
     const MemoryBreakdown memory = stage_memory(*in_.model, shape, *in_.memory_constants);
-    return rank_peak_bytes(memory, gpu.runtime_overhead_bytes) <= gpu.memory_bytes;
+    const RuntimeOverhead runtime = runtime_overhead(
+        gpu, stage_communicators(shape.first_block, shape.last_block, in_.model->num_blocks(), shape.tp, shape.dp,
+                                   gpu.gpus_per_node));
+    return rank_peak_bytes(memory, runtime.total_bytes()) <= gpu.memory_bytes;
   };
   const int positions = static_cast<int>(bounds.size()) - 1;
   row[0] = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/evaluate.h"
+#include "planner/runtime_overhead.h"
 #include "planner/memory_model.h"
 #include "planner/sailor_plan.h"
 #include "planner/search_space.h"
@@ -107,9 +108,13 @@ TEST(MixedReplicas, ReplicaThatDoesNotFitItsOwnGpuMakesThePlanInfeasible) {
   // A GPU like the V100-16 but with a capacity between the stage's TP2 and TP1 peaks.
   const fp::GpuType& v100 = *f.catalog.find("V100-16");
   fp::StageShape shape{0, f.model.num_blocks(), 1, 2, 1, 1, {}};
-  const std::int64_t tp1 = fp::rank_peak_bytes(fp::stage_memory(f.model, shape), v100.runtime_overhead_bytes);
+  const auto runtime = [&](int tp) {
+    return fp::runtime_overhead(v100, fp::stage_communicators(0, f.model.num_blocks(), f.model.num_blocks(), tp, 2, v100.gpus_per_node))
+        .total_bytes();
+  };
+  const std::int64_t tp1 = fp::rank_peak_bytes(fp::stage_memory(f.model, shape), runtime(1));
   shape.tp = 2;
-  const std::int64_t tp2 = fp::rank_peak_bytes(fp::stage_memory(f.model, shape), v100.runtime_overhead_bytes);
+  const std::int64_t tp2 = fp::rank_peak_bytes(fp::stage_memory(f.model, shape), runtime(2));
   ASSERT_LT(tp2, tp1);
   fp::GpuType small = v100;
   small.name = "Small-GPU";
