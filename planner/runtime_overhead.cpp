@@ -17,8 +17,7 @@ RuntimeOverhead runtime_overhead(const GpuType& gpu, const RankCommunicators& co
   if (comms.tp > 1) out.nccl_bytes += nccl_collective_communicator_bytes(gpu, comms.tp_spans_nodes);
   if (comms.dp > 1) out.nccl_bytes += nccl_collective_communicator_bytes(gpu, comms.dp_spans_nodes);
   out.nccl_bytes +=
-                   static_cast<std::int64_t>(comms.pipeline_neighbours) * 2 * kNcclP2pChannelsPerPeer *
-                       kNcclSimpleBufferBytes;
+      static_cast<std::int64_t>(comms.pipeline_neighbours) * 2 * kNcclP2pChannelsPerPeer * kNcclSimpleBufferBytes;
   return out;
 }
 

@@ -30,11 +30,11 @@
 namespace flotilla::planner {
 
 inline constexpr std::int64_t kNcclSimpleBufferBytes = 4LL << 20;  // NCCL_BUFFSIZE default
-inline constexpr std::int64_t kNcclLlBufferBytes = 512LL << 10;      // LL: 8 lines x 512 threads x 8 steps x 16 B
-inline constexpr std::int64_t kNcclLl128BufferBytes = 4915200;       // LL128: 120 x 640 threads x 8 steps x 8 B
-inline constexpr int kNcclConnectionsPerChannel = 2;                 // ring receive + tree (assumption)
-inline constexpr int kNcclP2pChannelsPerPeer = 2;                    // NCCL_NCHANNELS_PER_NET_PEER default
-inline constexpr int kNcclNetChannels = 2;                           // channels of a group across nodes (assumption)
+inline constexpr std::int64_t kNcclLlBufferBytes = 512LL << 10;    // LL: 8 lines x 512 threads x 8 steps x 16 B
+inline constexpr std::int64_t kNcclLl128BufferBytes = 4915200;     // LL128: 120 x 640 threads x 8 steps x 8 B
+inline constexpr int kNcclConnectionsPerChannel = 2;               // ring receive + tree (assumption)
+inline constexpr int kNcclP2pChannelsPerPeer = 2;                  // NCCL_NCHANNELS_PER_NET_PEER default
+inline constexpr int kNcclNetChannels = 2;                         // channels of a group across nodes (assumption)
 
 // The NCCL groups one rank joins that carry traffic during training.
 struct RankCommunicators {

@@ -4,8 +4,8 @@
 // Groups (cluster, GPU type, model):
 //   shared, from $FLOTILLA_DATA (always): clariden/OPT-350 on GH200 (process-total max_mem, the
 //     fit group of the memory constants) and megatron-runs OPT-350 on GH200 (per-rank
-//     max_allocated / max_reserved; judged on max_allocated, which neither fitted constant
-//     touches; its max_reserved informs the allocator fraction).
+//     max_allocated / max_reserved; validation: judged on max_allocated, which neither fitted
+//     constant touches; in leave-one-group-out its max_reserved stands in for the fraction).
 //   held out, from $FLOTILLA_SAILOR_VALIDATION (only when set): clariden/GPT-NEO (GPT-Neo-2.7B,
 //     GH200) and mit (OPT-350M, RTX-3090 / Titan-RTX / RTX-2080). Validation only: nothing is
 //     fitted to them.
@@ -161,7 +161,8 @@ void print_row(const GroupResult& g) {
 Errors sample_errors(const std::vector<fp::MemoryFitSample>& samples, const fp::MemoryOverheadFit& fit,
                      double fallback_context) {
   Errors e;
-  for (const fp::MemoryFitSample& s : samples) e.add(rel(fp::predicted_bytes(s, fit, fallback_context), s.measured_bytes));
+  for (const fp::MemoryFitSample& s : samples)
+    e.add(rel(fp::predicted_bytes(s, fit, fallback_context), s.measured_bytes));
   return e;
 }
 
@@ -179,8 +180,10 @@ int main(int argc, char** argv) {
   bool check = false;
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--check") == 0) check = true;
-    else if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
+    if (std::strcmp(argv[i], "--check") == 0)
+      check = true;
+    else if (std::strcmp(argv[i], "--verbose") == 0)
+      verbose = true;
     else {
       std::fprintf(stderr, "usage: bench_planner_accuracy [--check] [--verbose]\n");
       return 2;
@@ -209,20 +212,24 @@ int main(int argc, char** argv) {
 
   std::vector<GroupResult> groups;
   groups.push_back(sailor_group("clariden/OPT-350 GH200", "fit (shared)", *clariden, *opt350, in, verbose));
-  groups.push_back(megatron_group("megatron-runs OPT-350 GH200", "validation (shared)", *megatron, *opt350, in, verbose));
+  groups.push_back(
+      megatron_group("megatron-runs OPT-350 GH200", "validation (shared)", *megatron, *opt350, in, verbose));
   const std::size_t fit_groups = groups.size();
   const char* held = std::getenv("FLOTILLA_SAILOR_VALIDATION");
   if (held != nullptr && *held != '\0') {
     const fs::path root(held);
     if (fs::is_directory(root / "clariden/GPT-NEO"))
-      groups.push_back(sailor_group("clariden/GPT-NEO GH200", "validation (held out)", root / "clariden/GPT-NEO", *neo, in, verbose));
+      groups.push_back(sailor_group("clariden/GPT-NEO GH200", "validation (held out)", root / "clariden/GPT-NEO", *neo,
+                                    in, verbose));
     if (fs::is_directory(root / "mit"))
-      groups.push_back(sailor_group("mit OPT-350 RTX mix", "validation (held out)", root / "mit", *opt350, in, verbose));
+      groups.push_back(
+          sailor_group("mit OPT-350 RTX mix", "validation (held out)", root / "mit", *opt350, in, verbose));
   } else {
     std::printf("held-out groups skipped: FLOTILLA_SAILOR_VALIDATION is not set (Sailor's validation folder)\n");
   }
 
-  std::printf("\nmemory and time error per group (evaluate(), catalog constants; megatron-runs memory = max_allocated)\n");
+  std::printf(
+      "\nmemory and time error per group (evaluate(), catalog constants; megatron-runs memory = max_allocated)\n");
   std::printf("| group | role | runs | judged | mem mean | mem worst | mem under >5 %% | time mean | time worst |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const GroupResult& g : groups) print_row(g);
@@ -233,13 +240,16 @@ int main(int argc, char** argv) {
   // (the process total, context included): Clariden OPT-350.
   const fp::MemoryOverheadFit fit = fp::fit_memory_overheads(groups[0].samples);
   const fp::GpuType& gh = *in.catalog.find("GH200-96");
-  std::printf("\nfitted on clariden/OPT-350 only (15 runs, process totals): allocator fraction %.4f (model %.4f), "
-              "GH200 CUDA context %.3f GB (catalog %.3f GB); every other group is validation\n",
-              fit.allocator_fraction, fp::default_memory_constants().allocator_fraction,
-              fit.cuda_context_bytes.count("GH200-96") ? fit.cuda_context_bytes.at("GH200-96") / 1e9 : 0.0,
-              gh.cuda_context_bytes / 1e9);
-  std::printf("\nleave-one-group-out (memory of the left-out group with constants refitted on the others; a GPU type "
-              "without runs elsewhere takes the catalog default context, %.2f GB)\n", default_context / 1e9);
+  std::printf(
+      "\nfitted on clariden/OPT-350 only (15 runs, process totals): allocator fraction %.4f (model %.4f), "
+      "GH200 CUDA context %.3f GB (catalog %.3f GB); every other group is validation\n",
+      fit.allocator_fraction, fp::default_memory_constants().allocator_fraction,
+      fit.cuda_context_bytes.count("GH200-96") ? fit.cuda_context_bytes.at("GH200-96") / 1e9 : 0.0,
+      gh.cuda_context_bytes / 1e9);
+  std::printf(
+      "\nleave-one-group-out (memory of the left-out group with constants refitted on the others; a GPU type "
+      "without runs elsewhere takes the catalog default context, %.2f GB)\n",
+      default_context / 1e9);
   std::printf("| left out | fraction | GH200 context | runs | mem mean | mem worst | mem under >5 %% |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
   for (std::size_t i = 0; i < fit_groups; ++i) {
@@ -254,8 +264,9 @@ int main(int argc, char** argv) {
                 ctx == refit.cuda_context_bytes.end() ? "default (no runs)" : (fmt_gb(ctx->second)).c_str(),
                 e.rel.size(), 100 * e.mean_abs(), 100 * e.worst_abs(), 100 * e.share_under(0.05));
   }
-  std::printf("(megatron-runs' row is its max_reserved, which the fraction acts on; its judged max_allocated above "
-              "involves no fitted constant)\n");
+  std::printf(
+      "(megatron-runs' row is its max_reserved, which the fraction acts on; its judged max_allocated above "
+      "involves no fitted constant)\n");
 
   if (!check) return 0;
   bool ok = true;

@@ -114,8 +114,9 @@ std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const fp::Mode
     run.plan.micro_batch_size = mbs;
     run.plan.global_batch_size = gbs;
     for (int s = 0; s < pp; ++s)
-      run.plan.stages.push_back({bounds[static_cast<std::size_t>(s)], bounds[static_cast<std::size_t>(s) + 1], 4,
-                                 std::vector<fp::Replica>(static_cast<std::size_t>(dp), fp::Replica{"GH-96", "us-central1-a", 4})});
+      run.plan.stages.push_back(
+          {bounds[static_cast<std::size_t>(s)], bounds[static_cast<std::size_t>(s) + 1], 4,
+           std::vector<fp::Replica>(static_cast<std::size_t>(dp), fp::Replica{"GH-96", "us-central1-a", 4})});
     const int m = gbs / (dp * mbs);
     for (int s = 0; s < pp; ++s) {
       const int op_begin = op_starts[static_cast<std::size_t>(s)];
@@ -137,7 +138,8 @@ std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const fp::Mode
       stage.max_reserved_bytes = max_column(mem_csv, prefix, "max_reserved") * 1048576.0;
       run.stages.push_back(stage);
     }
-    if (fs::is_directory(time_csv)) run.measured_iter_seconds = max_column(time_csv, run.name + "_stage", "time") / 1000;
+    if (fs::is_directory(time_csv))
+      run.measured_iter_seconds = max_column(time_csv, run.name + "_stage", "time") / 1000;
     out.push_back(std::move(run));
   }
   return out;

@@ -21,7 +21,7 @@
 namespace flotilla::bench {
 
 struct SailorRun {
-  std::string name;                 // relative path, e.g. N4/plan_config_N4_D4.json
+  std::string name;                   // relative path, e.g. N4/plan_config_N4_D4.json
   std::optional<planner::Plan> plan;  // empty when refused
   std::string refused_because;
   double measured_max_mem_bytes = 0;

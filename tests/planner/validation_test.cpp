@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "common/data_path.h"
+#include "planner/calibration.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
 #include "planner/model_spec_io.h"
@@ -273,4 +274,53 @@ TEST(PlannerValidation, MegatronRunsPerRankMemory) {
   EXPECT_LE(mem.mean(), 0.05);
   EXPECT_GE(mem.min_signed, -0.05) << "megatron-runs memory under-predicted by more than 5% on some stage";
   EXPECT_LE(time.mean(), MEGATRON_TIME_MEAN_BOUND);
+}
+
+// The two memory constants fitted to runs (allocator fraction, GH200 CUDA context) are what
+// fit_memory_overheads() gives on the 15 Clariden runs and nothing else (docs/planner.md,
+// "Runtime overheads"); bench/planner_accuracy reports the leave-one-group-out errors.
+TEST(PlannerValidation, CatalogMemoryConstantsMatchClaridenFit) {
+  Fixture f;
+  std::string why;
+  auto dir = flotilla::data_path("sailor/validation/clariden/OPT-350");
+  if (!dir) GTEST_SKIP() << flotilla::data_missing_message("sailor/validation/clariden/OPT-350");
+  if (!load(f, why)) GTEST_SKIP() << why;
+  fp::ComputeModel compute(&f.profiles);
+  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  std::vector<fp::MemoryFitSample> samples;
+  for (const auto& e : fs::recursive_directory_iterator(*dir)) {
+    if (e.path().extension() != ".json") continue;
+    auto plan = fp::parse_sailor_plan(slurp(e.path()), f.model.num_blocks());
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    const fp::Evaluation ev = fp::evaluate(plan->plan, f.model, ctx);
+    samples.push_back(fp::memory_fit_sample(ev, plan->plan, f.model, f.catalog,
+                                            static_cast<double>(*plan->measured_max_mem_bytes), "clariden"));
+  }
+  ASSERT_EQ(samples.size(), 15u);
+  const fp::MemoryOverheadFit fit = fp::fit_memory_overheads(samples);
+  ASSERT_EQ(fit.cuda_context_bytes.count("GH200-96"), 1u);
+  std::printf("fit: allocator fraction %.4f, GH200 context %.3f GB\n", fit.allocator_fraction,
+              fit.cuda_context_bytes.at("GH200-96") / 1e9);
+  EXPECT_NEAR(fp::default_memory_constants().allocator_fraction, fit.allocator_fraction, 0.001);
+  EXPECT_NEAR(static_cast<double>(f.catalog.find("GH200-96")->cuda_context_bytes), fit.cuda_context_bytes.at("GH200-96"),
+              0.01e9);
+}
+
+// llm_info.json's per-layer act_mem_* are not bytes of a Megatron layer: for OPT-350 at every
+// TP, act_mem_floats is exactly the element count (3 + 8/t)·s·h + a·s²/t (mbs 1), i.e. saved
+// tensors' elements with one score-sized tensor and no dropout masks, and act_mem_bytes is 4 B
+// per element although the runs train in fp16. So the memory model keeps the analytic
+// (Korthikanti) count everywhere (docs/planner.md, "Activation bytes: which source").
+TEST(PlannerValidation, LlmInfoActivationsAreElementCounts) {
+  auto path = flotilla::data_path("sailor/llm_info.json");
+  if (!path) GTEST_SKIP() << flotilla::data_missing_message("sailor/llm_info.json");
+  const nlohmann::json info = nlohmann::json::parse(slurp(*path));
+  const double s = 2048, h = 1024, a = 16;
+  for (const auto& [tp, layers] : info.at("OPT-350").items()) {
+    const double t = std::stod(tp);
+    const auto& layer = layers.at("1");
+    const double floats = layer.at("act_mem_floats").get<double>();
+    EXPECT_NEAR(floats / ((3 + 8 / t) * s * h + a * s * s / t), 1.0, 0.01) << "TP " << tp;
+    EXPECT_DOUBLE_EQ(layer.at("act_mem_bytes").get<double>(), 4 * floats) << "TP " << tp;
+  }
 }
