@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/planner_accuracy/measured_runs.h"
+#include "planner/measured_runs_io.h"
 #include "common/data_path.h"
 #include "planner/calibration.h"
 #include "planner/evaluate.h"
@@ -36,7 +36,6 @@
 #include "planner/profile_io.h"
 
 namespace fp = flotilla::planner;
-namespace fb = flotilla::bench;
 namespace fs = std::filesystem;
 
 namespace {
@@ -91,7 +90,7 @@ GroupResult sailor_group(const std::string& name, const std::string& role, const
   GroupResult g{name, role};
   fp::ComputeModel compute(&in.profiles);
   fp::EvalContext ctx{&in.catalog, &compute, &in.network};
-  for (const fb::SailorRun& run : fb::read_sailor_plan_group(dir, model)) {
+  for (const fp::SailorRun& run : fp::read_sailor_plan_group(dir, model)) {
     ++g.runs;
     if (!run.plan) {
       g.refused.push_back(run.name + ": " + run.refused_because);
@@ -125,14 +124,14 @@ GroupResult megatron_group(const std::string& name, const std::string& role, con
   GroupResult g{name, role};
   fp::ComputeModel compute(&in.profiles);
   fp::EvalContext ctx{&in.catalog, &compute, &in.network};
-  for (const fb::MegatronRun& run : fb::read_megatron_runs(root, model)) {
+  for (const fp::MegatronRun& run : fp::read_megatron_runs(root, model)) {
     ++g.runs;
     if (run.measured_iter_seconds > 0) {
       const fp::Evaluation ev = fp::evaluate(run.plan, model, ctx);
       if (ev.feasible()) g.time.add(rel(ev.iter_seconds, run.measured_iter_seconds));
     }
     for (std::size_t s = 0; s < run.stages.size(); ++s) {
-      const fb::MegatronStage& st = run.stages[s];
+      const fp::MegatronStage& st = run.stages[s];
       if (st.max_allocated_bytes <= 0) continue;
       const fp::MemoryBreakdown pred = fp::stage_memory(model, st.shape);
       // max_allocated has neither the context nor the allocator's fragmentation.

@@ -22,6 +22,7 @@
 #include "planner/calibration.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
+#include "planner/measured_runs_io.h"
 #include "planner/model_spec_io.h"
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
@@ -135,116 +136,36 @@ TEST(PlannerValidation, ClaridenMemoryAndTime) {
 TEST(PlannerValidation, MegatronRunsPerRankMemory) {
   Fixture f;
   std::string why;
-  auto cfgs = flotilla::data_path("sailor/megatron-runs/configs");
-  auto csvs = flotilla::data_path("sailor/megatron-runs/runtime/OPT-350/memory/csv");
-  if (!cfgs || !csvs) GTEST_SKIP() << flotilla::data_missing_message("sailor/megatron-runs");
+  auto root = flotilla::data_path("sailor/megatron-runs");
+  if (!root || !fs::is_directory(*root / "configs")) GTEST_SKIP() << flotilla::data_missing_message("sailor/megatron-runs");
   if (!load(f, why)) GTEST_SKIP() << why;
   Stats mem;
   Stats reserved;
   Stats time;
   fp::ComputeModel compute(&f.profiles);
   fp::EvalContext ctx{&f.catalog, &compute, &f.network};
-  const auto times_dir = flotilla::data_path("sailor/megatron-runs/runtime/OPT-350/time/csv");
-  for (const auto& e : fs::directory_iterator(*cfgs)) {
-    const std::string name = e.path().stem().string();  // OPT-350_<nodes>-<gbs>-<dp>-<pp>-<mbs>
-    int nodes = 0, gbs = 0, dp = 0, pp = 0, mbs = 0;
-    ASSERT_EQ(std::sscanf(name.c_str(), "OPT-350_%d-%d-%d-%d-%d", &nodes, &gbs, &dp, &pp, &mbs), 5) << name;
-    const nlohmann::json cfg = nlohmann::json::parse(slurp(e.path()));
-    // The runs come from Aceso's op-level Megatron fork and partition by ops: op 0 is the
-    // embedding, layer i is ops 1+13i..13+13i (score op at 1+13i+2), then the final norm and
-    // the head. Memory uses the exact op split (StageShape's partial-layer ops). The time
-    // model is layer-granular: there a split layer goes to the stage holding its
-    // attention-score ops (most of its work and activations).
-    std::vector<int> ops = cfg["num_ops_in_each_stage"].get<std::vector<int>>();
-    const int L = f.model.num_layers;
-    const int K = fp::kOpsPerLayer;
-    std::vector<int> bounds{0};
-    std::vector<int> op_starts{0};
-    int acc = 0;
-    for (int s = 0; s + 1 < pp; ++s) {
-      acc += ops[static_cast<std::size_t>(s)];
-      op_starts.push_back(acc);
-      const int first_layer_of_next = (acc - 3 + K - 1) / K;  // ceil
-      bounds.push_back(std::clamp(1 + first_layer_of_next, bounds.back() + 1, L));
-    }
-    op_starts.push_back(1 + K * L + 2);
-    bounds.push_back(L + 2);
-    const int m = gbs / (dp * mbs);
-    fp::Plan plan;
-    // Framework options of these runs, not fitted constants: Aceso's runtime keeps every op's
-    // output, and its softmax op runs in fp32 (apply_query_key_layer_scaling) unfused.
-    plan.options.op_level_activations = true;
-    plan.options.fused_softmax = false;
-    plan.micro_batch_size = mbs;
-    plan.global_batch_size = gbs;
-    for (int s = 0; s < pp; ++s) {
-      plan.stages.push_back({bounds[static_cast<std::size_t>(s)], bounds[static_cast<std::size_t>(s) + 1], 4,
-                             std::vector<fp::Replica>(static_cast<std::size_t>(dp), fp::Replica{"GH-96", "us-central1-a", 4})});
-    }
-    if (times_dir) {
+  // read_megatron_runs() (planner/measured_runs_io.h) builds each run's plan with the runs'
+  // framework options (Aceso's op-level runtime, fp32 unfused softmax) and each stage's exact
+  // op split; time is layer-granular (a split layer goes to the stage holding its score ops).
+  const auto runs = fp::read_megatron_runs(*root, f.model);
+  ASSERT_FALSE(runs.empty());
+  for (const fp::MegatronRun& run : runs) {
+    if (run.measured_iter_seconds > 0) {
       // Measured: the slowest rank's iteration time ("time", ms) in the run's time CSVs.
-      double measured_s = 0;
-      for (const auto& c : fs::directory_iterator(*times_dir)) {
-        if (c.path().filename().string().rfind(name + "_stage", 0) != 0) continue;
-        std::ifstream in(c.path());
-        std::string header, row;
-        std::getline(in, header);
-        while (std::getline(in, row)) measured_s = std::max(measured_s, std::stod(row.substr(row.find(',') + 1)) / 1000);
-      }
-      const fp::Evaluation ev = fp::evaluate(plan, f.model, ctx);
-      if (measured_s > 0 && ev.feasible()) {
-        const double err = (ev.iter_seconds - measured_s) / measured_s;
+      const fp::Evaluation ev = fp::evaluate(run.plan, f.model, ctx);
+      if (ev.feasible()) {
+        const double err = (ev.iter_seconds - run.measured_iter_seconds) / run.measured_iter_seconds;
         time.add(err);
-        std::printf("%-26s time: predicted %.3f s, measured %.3f s, %+6.1f%%\n", name.c_str(), ev.iter_seconds, measured_s,
-                    100 * err);
+        std::printf("%-26s time: predicted %.3f s, measured %.3f s, %+6.1f%%\n", run.name.c_str(), ev.iter_seconds,
+                    run.measured_iter_seconds, 100 * err);
       }
     }
-    for (int s = 0; s < pp; ++s) {
-      const int op_begin = op_starts[static_cast<std::size_t>(s)];
-      const int op_end = op_starts[static_cast<std::size_t>(s) + 1];
-      fp::StageShape shape{0, 0, 4, dp, mbs, fp::in_flight_micro_batches(s, pp, m), plan.options};
-      if (op_begin > 0) {
-        shape.first_block = 1 + (op_begin - 1 + K - 1) / K;
-        shape.tail_ops_of_previous_layer = (op_begin - 1) % K == 0 ? 0 : K - (op_begin - 1) % K;
-      }
-      if (s + 1 == pp) {
-        shape.last_block = L + 2;
-      } else {
-        shape.last_block = 1 + (op_end - 1) / K;
-        shape.head_ops_of_next_layer = (op_end - 1) % K;
-      }
-      const auto pred = fp::stage_memory(f.model, shape);
-      double worst = 0;
-      double worst_reserved = 0;
-      const std::string prefix = name + "_stage" + std::to_string(s) + "_rank";
-      for (const auto& c : fs::directory_iterator(*csvs)) {
-        if (c.path().filename().string().rfind(prefix, 0) != 0) continue;
-        std::ifstream in(c.path());
-        std::string header, row;
-        std::getline(in, header);
-        std::size_t col = 0;
-        std::size_t reserved_col = 0;
-        {
-          std::stringstream hs(header);
-          std::size_t i = 0;
-          for (std::string cell; std::getline(hs, cell, ','); ++i) {
-            if (!cell.empty() && cell.back() == '\r') cell.pop_back();  // CRLF files
-            if (cell == "max_allocated") col = i;
-            if (cell == "max_reserved") reserved_col = i;
-          }
-        }
-        ASSERT_GT(col, 0u) << c.path() << " has no max_allocated column";
-        while (std::getline(in, row)) {
-          std::vector<std::string> cols;
-          std::stringstream rs(row);
-          for (std::string cell; std::getline(rs, cell, ',');) cols.push_back(cell);
-          if (cols.size() > col) worst = std::max(worst, std::stod(cols[col]) * 1048576.0);  // MiB
-          if (reserved_col > 0 && cols.size() > reserved_col) {
-            worst_reserved = std::max(worst_reserved, std::stod(cols[reserved_col]) * 1048576.0);
-          }
-        }
-      }
+    for (std::size_t s = 0; s < run.stages.size(); ++s) {
+      const fp::MegatronStage& st = run.stages[s];
+      const double worst = st.max_allocated_bytes;
+      const double worst_reserved = st.max_reserved_bytes;
       if (worst <= 0) continue;
+      const auto pred = fp::stage_memory(f.model, st.shape);
       // max_allocated excludes the allocator's fragmentation (reserved - allocated), so it is
       // compared with the peak less the model's fragmentation term.
       const double err = (static_cast<double>(pred.peak_bytes - pred.overhead_bytes) - worst) / worst;
@@ -254,9 +175,9 @@ TEST(PlannerValidation, MegatronRunsPerRankMemory) {
       const double reserved_err =
           worst_reserved > 0 ? (static_cast<double>(pred.peak_bytes) - worst_reserved) / worst_reserved : 0;
       if (worst_reserved > 0) reserved.add(reserved_err);
-      std::printf("%-26s stage %d: predicted %6.2f GB, max_allocated %6.2f GB, %+6.1f%%; with fragmentation %6.2f GB, "
+      std::printf("%-26s stage %zu: predicted %6.2f GB, max_allocated %6.2f GB, %+6.1f%%; with fragmentation %6.2f GB, "
                   "max_reserved %6.2f GB, %+6.1f%%\n",
-                  name.c_str(), s, (pred.peak_bytes - pred.overhead_bytes) / 1e9, worst / 1e9, 100 * err,
+                  run.name.c_str(), s, (pred.peak_bytes - pred.overhead_bytes) / 1e9, worst / 1e9, 100 * err,
                   pred.peak_bytes / 1e9, worst_reserved / 1e9, 100 * reserved_err);
     }
   }
@@ -288,13 +209,10 @@ TEST(PlannerValidation, CatalogMemoryConstantsMatchClaridenFit) {
   fp::ComputeModel compute(&f.profiles);
   fp::EvalContext ctx{&f.catalog, &compute, &f.network};
   std::vector<fp::MemoryFitSample> samples;
-  for (const auto& e : fs::recursive_directory_iterator(*dir)) {
-    if (e.path().extension() != ".json") continue;
-    auto plan = fp::parse_sailor_plan(slurp(e.path()), f.model.num_blocks());
-    ASSERT_TRUE(plan.ok()) << plan.error();
-    const fp::Evaluation ev = fp::evaluate(plan->plan, f.model, ctx);
-    samples.push_back(fp::memory_fit_sample(ev, plan->plan, f.model, f.catalog,
-                                            static_cast<double>(*plan->measured_max_mem_bytes), "clariden"));
+  for (const fp::SailorRun& run : fp::read_sailor_plan_group(*dir, f.model)) {
+    ASSERT_TRUE(run.plan) << run.name << ": " << run.refused_because;
+    const fp::Evaluation ev = fp::evaluate(*run.plan, f.model, ctx);
+    samples.push_back(fp::memory_fit_sample(ev, *run.plan, f.model, f.catalog, run.measured_max_mem_bytes, "clariden"));
   }
   ASSERT_EQ(samples.size(), 15u);
   const fp::MemoryOverheadFit fit = fp::fit_memory_overheads(samples);

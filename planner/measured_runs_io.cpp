@@ -1,4 +1,4 @@
-#include "bench/planner_accuracy/measured_runs.h"
+#include "planner/measured_runs_io.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,9 +8,8 @@
 
 #include "planner/sailor_plan.h"
 
-namespace flotilla::bench {
+namespace flotilla::planner {
 namespace fs = std::filesystem;
-namespace fp = flotilla::planner;
 
 namespace {
 
@@ -53,7 +52,7 @@ double max_column(const fs::path& dir, const std::string& prefix, const std::str
 
 }  // namespace
 
-std::vector<SailorRun> read_sailor_plan_group(const fs::path& dir, const fp::ModelSpec& model) {
+std::vector<SailorRun> read_sailor_plan_group(const fs::path& dir, const ModelSpec& model) {
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.path().extension() == ".json" && e.path().filename().string().rfind("plan_config", 0) == 0)
@@ -63,7 +62,7 @@ std::vector<SailorRun> read_sailor_plan_group(const fs::path& dir, const fp::Mod
   for (const fs::path& f : files) {
     SailorRun run;
     run.name = fs::relative(f, dir).string();
-    auto parsed = fp::parse_sailor_plan(slurp(f), model.num_blocks());
+    auto parsed = parse_sailor_plan(slurp(f), model.num_blocks());
     if (!parsed.ok()) {
       run.refused_because = parsed.error();
     } else {
@@ -76,7 +75,7 @@ std::vector<SailorRun> read_sailor_plan_group(const fs::path& dir, const fp::Mod
   return out;
 }
 
-std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const fp::ModelSpec& model) {
+std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const ModelSpec& model) {
   std::vector<MegatronRun> out;
   const fs::path cfgs = root / "configs";
   const fs::path mem_csv = root / "runtime/OPT-350/memory/csv";
@@ -86,7 +85,7 @@ std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const fp::Mode
   for (const auto& e : fs::directory_iterator(cfgs)) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   const int L = model.num_layers;
-  const int K = fp::kOpsPerLayer;
+  const int K = kOpsPerLayer;
   for (const fs::path& file : files) {
     MegatronRun run;
     run.name = file.stem().string();  // OPT-350_<nodes>-<gbs>-<dp>-<pp>-<mbs>
@@ -116,13 +115,13 @@ std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const fp::Mode
     for (int s = 0; s < pp; ++s)
       run.plan.stages.push_back(
           {bounds[static_cast<std::size_t>(s)], bounds[static_cast<std::size_t>(s) + 1], 4,
-           std::vector<fp::Replica>(static_cast<std::size_t>(dp), fp::Replica{"GH-96", "us-central1-a", 4})});
+           std::vector<Replica>(static_cast<std::size_t>(dp), Replica{"GH-96", "us-central1-a", 4})});
     const int m = gbs / (dp * mbs);
     for (int s = 0; s < pp; ++s) {
       const int op_begin = op_starts[static_cast<std::size_t>(s)];
       const int op_end = op_starts[static_cast<std::size_t>(s) + 1];
       MegatronStage stage;
-      stage.shape = fp::StageShape{0, 0, 4, dp, mbs, fp::in_flight_micro_batches(s, pp, m), run.plan.options};
+      stage.shape = StageShape{0, 0, 4, dp, mbs, in_flight_micro_batches(s, pp, m), run.plan.options};
       if (op_begin > 0) {
         stage.shape.first_block = 1 + (op_begin - 1 + K - 1) / K;
         stage.shape.tail_ops_of_previous_layer = (op_begin - 1) % K == 0 ? 0 : K - (op_begin - 1) % K;
@@ -145,4 +144,4 @@ std::vector<MegatronRun> read_megatron_runs(const fs::path& root, const fp::Mode
   return out;
 }
 
-}  // namespace flotilla::bench
+}  // namespace flotilla::planner
