@@ -240,9 +240,9 @@ int main(int argc, char** argv) {
   const fp::MemoryOverheadFit fit = fp::fit_memory_overheads(groups[0].samples);
   const fp::GpuType& gh = *in.catalog.find("GH200-96");
   std::printf(
-      "\nfitted on clariden/OPT-350 only (15 runs, process totals): allocator fraction %.4f (model %.4f), "
+      "\nfitted on clariden/OPT-350 only (%zu runs, process totals): allocator fraction %.4f (model %.4f), "
       "GH200 CUDA context %.3f GB (catalog %.3f GB); every other group is validation\n",
-      fit.allocator_fraction, fp::default_memory_constants().allocator_fraction,
+      groups[0].samples.size(), fit.allocator_fraction, fp::default_memory_constants().allocator_fraction,
       fit.cuda_context_bytes.count("GH200-96") ? fit.cuda_context_bytes.at("GH200-96") / 1e9 : 0.0,
       gh.cuda_context_bytes / 1e9);
   std::printf(
