@@ -16,6 +16,7 @@
 // come from clariden/OPT-350 alone. Leave-one-group-out: for each shared group the constants are
 // refitted on the other shared groups (megatron-runs' max_reserved informs the fraction only) and
 // the left-out group's error is reported with them.
+// --gpu-catalog FILE: a catalog override (what-if on the overhead fields).
 // --check: exit 1 when a shared group misses the targets (memory mean <= 5 %, never
 // under by > 5 %; Clariden time mean <= 10 %), 77 when the shared data are absent.
 #include <algorithm>
@@ -23,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -178,13 +181,16 @@ std::optional<fp::ModelSpec> load_model(const std::string& relative) {
 int main(int argc, char** argv) {
   bool check = false;
   bool verbose = false;
+  std::string catalog_file;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--check") == 0)
       check = true;
     else if (std::strcmp(argv[i], "--verbose") == 0)
       verbose = true;
+    else if (std::strcmp(argv[i], "--gpu-catalog") == 0 && i + 1 < argc)
+      catalog_file = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_planner_accuracy [--check] [--verbose]\n");
+      std::fprintf(stderr, "usage: bench_planner_accuracy [--check] [--verbose] [--gpu-catalog FILE]\n");
       return 2;
     }
   }
@@ -200,6 +206,18 @@ int main(int argc, char** argv) {
     return 77;
   }
   Inputs in;
+  if (!catalog_file.empty()) {  // an override, as `flotilla plan evaluate --gpu-catalog` takes
+    std::ifstream file(catalog_file);
+    std::stringstream text;
+    text << file.rdbuf();
+    auto c = file ? fp::apply_catalog_override(in.catalog, text.str())
+                  : flotilla::planner::Result<fp::GpuCatalog>::failure("cannot read " + catalog_file);
+    if (!c) {
+      std::fprintf(stderr, "%s\n", c.error().c_str());
+      return 2;
+    }
+    in.catalog = std::move(c.value());
+  }
   auto p = fp::load_profile_dir(prof->string());
   auto n = fp::load_network_dir(net->string());
   if (!p || !n) {
