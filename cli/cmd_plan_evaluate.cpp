@@ -32,6 +32,12 @@ nlohmann::json memory_json(const fp::MemoryBreakdown& m) {
           {"overhead_bytes", m.overhead_bytes},       {"peak_bytes", m.peak_bytes}};
 }
 
+nlohmann::json runtime_json(const fp::RuntimeOverhead& r) {
+  return {{"cuda_context_bytes", r.cuda_context_bytes},
+          {"nccl_bytes", r.nccl_bytes},
+          {"cublas_workspace_bytes", r.cublas_workspace_bytes}};
+}
+
 }  // namespace
 
 int run_plan_evaluate(const std::vector<std::string>& args) {
@@ -165,7 +171,8 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
                               {"zone", r.zone},
                               {"peak_bytes", r.memory.peak_bytes},
                               {"capacity_bytes", r.capacity_bytes},
-                              {"memory", memory_json(r.memory)}});
+                              {"memory", memory_json(r.memory)},
+                              {"runtime", runtime_json(r.runtime)}});
     }
     std::printf("%s\n", out.dump(2).c_str());
   } else {

@@ -8,8 +8,7 @@
 
 namespace flotilla::planner {
 
-std::vector<EfficiencyFit> fit_compute_efficiency(const ProfileSet& profiles, const GpuCatalog& catalog,
-                                                  int seq_len) {
+std::vector<EfficiencyFit> fit_compute_efficiency(const ProfileSet& profiles, const GpuCatalog& catalog, int seq_len) {
   struct Acc {
     double log_sum = 0;
     int n = 0;
@@ -229,8 +228,7 @@ double predicted_bytes(const MemoryFitSample& s, const MemoryOverheadFit& fit, d
   return s.modelled_bytes + fit.allocator_fraction * s.dynamic_bytes + context;
 }
 
-MemoryFitSample memory_fit_sample(const Evaluation& ev, const Plan& plan, const ModelSpec& model,
-                                  const GpuCatalog& catalog, double measured_bytes, std::string group) {
+MemoryFitSample memory_fit_sample(const Evaluation& ev, double measured_bytes, std::string group) {
   MemoryFitSample out;
   out.group = std::move(group);
   out.measured_bytes = measured_bytes;
@@ -238,17 +236,12 @@ MemoryFitSample memory_fit_sample(const Evaluation& ev, const Plan& plan, const 
   for (const RankReport& r : ev.ranks)
     if (worst == nullptr || r.memory.peak_bytes > worst->memory.peak_bytes) worst = &r;
   if (worst == nullptr) return out;
-  const GpuType* gpu = catalog.find(worst->gpu_type);
-  const Stage& st = plan.stages[static_cast<std::size_t>(worst->stage)];
-  const RuntimeOverhead runtime =
-      gpu ? runtime_overhead(*gpu, stage_communicators(st.first_block, st.last_block, model.num_blocks(),
-                                                       st.replica_tp(worst->replica), st.dp(), gpu->gpus_per_node))
-          : RuntimeOverhead{};
+  const RuntimeOverhead& runtime = worst->runtime;
   const double fragmentation = static_cast<double>(worst->memory.overhead_bytes - runtime.total_bytes());
-  out.gpu = gpu ? gpu->name : worst->gpu_type;
+  out.gpu = worst->gpu_type;  // the catalog's name
   out.dynamic_bytes = static_cast<double>(worst->memory.activations_bytes + worst->memory.transient_bytes);
-  out.modelled_bytes = static_cast<double>(worst->memory.peak_bytes) - fragmentation -
-                       static_cast<double>(runtime.cuda_context_bytes);
+  out.modelled_bytes =
+      static_cast<double>(worst->memory.peak_bytes) - fragmentation - static_cast<double>(runtime.cuda_context_bytes);
   return out;
 }
 

@@ -70,8 +70,7 @@ MemoryOverheadFit fit_memory_overheads(const std::vector<MemoryFitSample>& sampl
 double predicted_bytes(const MemoryFitSample& sample, const MemoryOverheadFit& fit, double fallback_context_bytes);
 
 // The worst rank of an evaluated plan as a fit sample (its GPU's context and the allocator
-// fraction taken out of the evaluation's peak).
-MemoryFitSample memory_fit_sample(const Evaluation& ev, const Plan& plan, const ModelSpec& model,
-                                  const GpuCatalog& catalog, double measured_bytes, std::string group);
+// fraction taken out of the evaluation's peak, RankReport::runtime and ::memory).
+MemoryFitSample memory_fit_sample(const Evaluation& ev, double measured_bytes, std::string group);
 
 }  // namespace flotilla::planner

@@ -80,11 +80,10 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
       usd_per_second += g.usd_per_hour * tp_r / 3600.0;
       for (int k = 0; k < tp_r; ++k) {
         RankReport rr{rank, s, r, k, g.name, st.replicas[static_cast<std::size_t>(r)].zone, mem, g.memory_bytes};
-        const std::int64_t runtime =
-            runtime_overhead(g, stage_communicators(st.first_block, st.last_block, model.num_blocks(), tp_r, st.dp(), g.gpus_per_node))
-                .total_bytes();
-        const std::int64_t peak = rank_peak_bytes(mem, runtime);
-        rr.memory.overhead_bytes += runtime;
+        rr.runtime = runtime_overhead(
+            g, stage_communicators(st.first_block, st.last_block, model.num_blocks(), tp_r, st.dp(), g.gpus_per_node));
+        const std::int64_t peak = rank_peak_bytes(mem, rr.runtime.total_bytes());
+        rr.memory.overhead_bytes += rr.runtime.total_bytes();
         rr.memory.peak_bytes = peak;
         report.peak_bytes = std::max(report.peak_bytes, peak);
         ev.peak_bytes_max = std::max(ev.peak_bytes_max, peak);

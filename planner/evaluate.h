@@ -15,6 +15,7 @@
 
 #include "planner/gpu_catalog.h"
 #include "planner/memory_model.h"
+#include "planner/runtime_overhead.h"
 #include "planner/model_spec.h"
 #include "planner/network.h"
 #include "planner/plan.h"
@@ -48,8 +49,9 @@ struct RankReport {
   int tp_rank = 0;
   std::string gpu_type;
   std::string zone;
-  MemoryBreakdown memory;
+  MemoryBreakdown memory;  // overhead_bytes = allocator fragmentation + runtime.total_bytes()
   std::int64_t capacity_bytes = 0;
+  RuntimeOverhead runtime;  // CUDA context, NCCL buffers, cuBLAS workspace of this rank
 };
 
 struct StageReport {

@@ -29,11 +29,11 @@
 #include <string>
 #include <vector>
 
-#include "planner/measured_runs_io.h"
 #include "common/data_path.h"
 #include "planner/calibration.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
+#include "planner/measured_runs_io.h"
 #include "planner/model_spec_io.h"
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
@@ -117,7 +117,7 @@ GroupResult sailor_group(const std::string& name, const std::string& role, const
     }
     g.memory.add(mem_err);
     g.time.add(time_err);
-    g.samples.push_back(fp::memory_fit_sample(ev, *run.plan, model, in.catalog, run.measured_max_mem_bytes, name));
+    g.samples.push_back(fp::memory_fit_sample(ev, run.measured_max_mem_bytes, name));
   }
   return g;
 }

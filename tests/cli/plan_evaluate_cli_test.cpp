@@ -181,3 +181,20 @@ TEST(PlanEvaluateCli, OutOfMemoryIsReportedWithExitOne) {
   EXPECT_EQ(j["infeasible"]["kind"], "out_of_memory");
   EXPECT_NE(r.err.find("OOM on rank 0"), std::string::npos) << r.err;
 }
+
+// Every rank's runtime overheads are in the JSON: one GH200 stage at TP 4 inside a node, DP 1:
+// the TP group's NCCL buffers only (16 channels x 2 connections x (4 MiB + 512 KiB + 4,915,200 B)),
+// Hopper's 32 MiB cuBLAS workspace, the catalog's GH200 context; overhead_bytes is those plus
+// the allocator's fraction of the dynamic bytes.
+TEST(PlanEvaluateCli, RuntimeOverheadsPerRank) {
+  const CliRun r = run_cli("--sailor-plan " + write_temp("rt", kOpt350OneStageTp4) + " --model opt-350m --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto rank = nlohmann::json::parse(r.out)["ranks"][0];
+  EXPECT_EQ(rank["runtime"]["nccl_bytes"].get<std::int64_t>(), 16LL * 2 * (4194304 + 524288 + 4915200));
+  EXPECT_EQ(rank["runtime"]["cublas_workspace_bytes"].get<std::int64_t>(), 32LL << 20);
+  EXPECT_EQ(rank["runtime"]["cuda_context_bytes"].get<std::int64_t>(), 4949000000LL);
+  const auto& m = rank["memory"];
+  const double dynamic = m["activations_bytes"].get<double>() + m["transient_bytes"].get<double>();
+  const double runtime = 4949000000.0 + 16.0 * 2 * (4194304 + 524288 + 4915200) + 33554432.0;
+  EXPECT_NEAR(m["overhead_bytes"].get<double>(), runtime + 0.0452 * dynamic, 2.0);
+}

@@ -212,7 +212,7 @@ TEST(PlannerValidation, CatalogMemoryConstantsMatchClaridenFit) {
   for (const fp::SailorRun& run : fp::read_sailor_plan_group(*dir, f.model)) {
     ASSERT_TRUE(run.plan) << run.name << ": " << run.refused_because;
     const fp::Evaluation ev = fp::evaluate(*run.plan, f.model, ctx);
-    samples.push_back(fp::memory_fit_sample(ev, *run.plan, f.model, f.catalog, run.measured_max_mem_bytes, "clariden"));
+    samples.push_back(fp::memory_fit_sample(ev, run.measured_max_mem_bytes, "clariden"));
   }
   ASSERT_EQ(samples.size(), 15u);
   const fp::MemoryOverheadFit fit = fp::fit_memory_overheads(samples);
