@@ -59,6 +59,8 @@ struct Fixture {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   fp::ProfileSet profiles;
   fp::NetworkModel network;
+  fp::ComputeModel compute{&profiles};  // the fixture is never moved, so the pointer holds
+  fp::EvalContext ctx{&catalog, &compute, &network};
 };
 
 bool load(Fixture& f, std::string& why) {
@@ -82,20 +84,27 @@ bool load(Fixture& f, std::string& why) {
   return true;
 }
 
+// Loads the shared model, profiles and network into `f` and finds the runs folder `relative`;
+// the reason to skip when something is missing, else "".
+std::string load_runs(Fixture& f, const std::string& relative, fs::path& runs) {
+  const auto dir = flotilla::data_path(relative);
+  if (!dir) return flotilla::data_missing_message(relative);
+  runs = *dir;
+  std::string why;
+  return load(f, why) ? "" : why;
+}
+
 }  // namespace
 
 TEST(PlannerValidation, ClaridenMemoryAndTime) {
   Fixture f;
-  std::string why;
-  auto dir = flotilla::data_path("sailor/validation/clariden/OPT-350");
-  if (!dir) GTEST_SKIP() << flotilla::data_missing_message("sailor/validation/clariden/OPT-350");
-  if (!load(f, why)) GTEST_SKIP() << why;
-  fp::ComputeModel compute(&f.profiles);
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  fs::path dir;
+  if (const std::string why = load_runs(f, "sailor/validation/clariden/OPT-350", dir); !why.empty()) GTEST_SKIP() << why;
+  const fp::EvalContext& ctx = f.ctx;
   Stats mem;
   Stats time;
   std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(*dir)) {
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (e.path().extension() == ".json") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -135,19 +144,17 @@ TEST(PlannerValidation, ClaridenMemoryAndTime) {
 
 TEST(PlannerValidation, MegatronRunsPerRankMemory) {
   Fixture f;
-  std::string why;
-  auto root = flotilla::data_path("sailor/megatron-runs");
-  if (!root || !fs::is_directory(*root / "configs")) GTEST_SKIP() << flotilla::data_missing_message("sailor/megatron-runs");
-  if (!load(f, why)) GTEST_SKIP() << why;
+  fs::path root;
+  if (const std::string why = load_runs(f, "sailor/megatron-runs/configs", root); !why.empty()) GTEST_SKIP() << why;
+  root = root.parent_path();
   Stats mem;
   Stats reserved;
   Stats time;
-  fp::ComputeModel compute(&f.profiles);
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  const fp::EvalContext& ctx = f.ctx;
   // read_megatron_runs() (planner/measured_runs_io.h) builds each run's plan with the runs'
   // framework options (Aceso's op-level runtime, fp32 unfused softmax) and each stage's exact
   // op split; time is layer-granular (a split layer goes to the stage holding its score ops).
-  const auto runs = fp::read_megatron_runs(*root, f.model);
+  const auto runs = fp::read_megatron_runs(root, f.model);
   ASSERT_FALSE(runs.empty());
   for (const fp::MegatronRun& run : runs) {
     if (run.measured_iter_seconds > 0) {
@@ -202,14 +209,11 @@ TEST(PlannerValidation, MegatronRunsPerRankMemory) {
 // "Runtime overheads"); bench/planner_accuracy reports the leave-one-group-out errors.
 TEST(PlannerValidation, CatalogMemoryConstantsMatchClaridenFit) {
   Fixture f;
-  std::string why;
-  auto dir = flotilla::data_path("sailor/validation/clariden/OPT-350");
-  if (!dir) GTEST_SKIP() << flotilla::data_missing_message("sailor/validation/clariden/OPT-350");
-  if (!load(f, why)) GTEST_SKIP() << why;
-  fp::ComputeModel compute(&f.profiles);
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  fs::path dir;
+  if (const std::string why = load_runs(f, "sailor/validation/clariden/OPT-350", dir); !why.empty()) GTEST_SKIP() << why;
+  const fp::EvalContext& ctx = f.ctx;
   std::vector<fp::MemoryFitSample> samples;
-  for (const fp::SailorRun& run : fp::read_sailor_plan_group(*dir, f.model)) {
+  for (const fp::SailorRun& run : fp::read_sailor_plan_group(dir, f.model)) {
     ASSERT_TRUE(run.plan) << run.name << ": " << run.refused_because;
     const fp::Evaluation ev = fp::evaluate(*run.plan, f.model, ctx);
     samples.push_back(fp::memory_fit_sample(ev, run.measured_max_mem_bytes, "clariden"));
