@@ -99,7 +99,8 @@ std::string load_runs(Fixture& f, const std::string& relative, fs::path& runs) {
 TEST(PlannerValidation, ClaridenMemoryAndTime) {
   Fixture f;
   fs::path dir;
-  if (const std::string why = load_runs(f, "sailor/validation/clariden/OPT-350", dir); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = load_runs(f, "sailor/validation/clariden/OPT-350", dir); !why.empty())
+    GTEST_SKIP() << why;
   const fp::EvalContext& ctx = f.ctx;
   Stats mem;
   Stats time;
@@ -134,8 +135,8 @@ TEST(PlannerValidation, ClaridenMemoryAndTime) {
     std::printf("%-32s %9.2f %9.2f %+7.1f %9.3f %9.3f %+7.1f\n", file.filename().c_str(), ev.peak_bytes_max / 1e9,
                 mem_real / 1e9, 100 * mem_err, ev.iter_seconds, t_real, 100 * t_err);
   }
-  std::printf("memory: mean |err| %.1f%%, max |err| %.1f%%, worst under-prediction %.1f%% (n=%d)\n",
-              100 * mem.mean(), 100 * mem.max_abs, 100 * std::min(0.0, mem.min_signed), mem.n);
+  std::printf("memory: mean |err| %.1f%%, max |err| %.1f%%, worst under-prediction %.1f%% (n=%d)\n", 100 * mem.mean(),
+              100 * mem.max_abs, 100 * std::min(0.0, mem.min_signed), mem.n);
   std::printf("time:   mean |err| %.1f%%, max |err| %.1f%% (n=%d)\n", 100 * time.mean(), 100 * time.max_abs, time.n);
   EXPECT_LE(mem.mean(), 0.05);
   EXPECT_GE(mem.min_signed, -0.05) << "memory under-predicted by more than 5% on some run";
@@ -182,18 +183,21 @@ TEST(PlannerValidation, MegatronRunsPerRankMemory) {
       const double reserved_err =
           worst_reserved > 0 ? (static_cast<double>(pred.peak_bytes) - worst_reserved) / worst_reserved : 0;
       if (worst_reserved > 0) reserved.add(reserved_err);
-      std::printf("%-26s stage %zu: predicted %6.2f GB, max_allocated %6.2f GB, %+6.1f%%; with fragmentation %6.2f GB, "
-                  "max_reserved %6.2f GB, %+6.1f%%\n",
-                  run.name.c_str(), s, (pred.peak_bytes - pred.overhead_bytes) / 1e9, worst / 1e9, 100 * err,
-                  pred.peak_bytes / 1e9, worst_reserved / 1e9, 100 * reserved_err);
+      std::printf(
+          "%-26s stage %zu: predicted %6.2f GB, max_allocated %6.2f GB, %+6.1f%%; with fragmentation %6.2f GB, "
+          "max_reserved %6.2f GB, %+6.1f%%\n",
+          run.name.c_str(), s, (pred.peak_bytes - pred.overhead_bytes) / 1e9, worst / 1e9, 100 * err,
+          pred.peak_bytes / 1e9, worst_reserved / 1e9, 100 * reserved_err);
     }
   }
   ASSERT_GT(mem.n, 0);
-  std::printf("megatron-runs memory (max_allocated, no runtime overhead): mean |err| %.1f%%, max |err| %.1f%%, worst %.1f%%\n",
-              100 * mem.mean(), 100 * mem.max_abs, 100 * mem.min_signed);
-  std::printf("megatron-runs memory incl. fragmentation vs max_reserved (informational): mean |err| %.1f%%, max |err| "
-              "%.1f%%, worst %.1f%%\n",
-              100 * reserved.mean(), 100 * reserved.max_abs, 100 * reserved.min_signed);
+  std::printf(
+      "megatron-runs memory (max_allocated, no runtime overhead): mean |err| %.1f%%, max |err| %.1f%%, worst %.1f%%\n",
+      100 * mem.mean(), 100 * mem.max_abs, 100 * mem.min_signed);
+  std::printf(
+      "megatron-runs memory incl. fragmentation vs max_reserved (informational): mean |err| %.1f%%, max |err| "
+      "%.1f%%, worst %.1f%%\n",
+      100 * reserved.mean(), 100 * reserved.max_abs, 100 * reserved.min_signed);
   if (time.n > 0) {
     std::printf("megatron-runs iteration time: mean |err| %.1f%%, max |err| %.1f%% (n=%d)\n", 100 * time.mean(),
                 100 * time.max_abs, time.n);
@@ -210,7 +214,8 @@ TEST(PlannerValidation, MegatronRunsPerRankMemory) {
 TEST(PlannerValidation, CatalogMemoryConstantsMatchClaridenFit) {
   Fixture f;
   fs::path dir;
-  if (const std::string why = load_runs(f, "sailor/validation/clariden/OPT-350", dir); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = load_runs(f, "sailor/validation/clariden/OPT-350", dir); !why.empty())
+    GTEST_SKIP() << why;
   const fp::EvalContext& ctx = f.ctx;
   std::vector<fp::MemoryFitSample> samples;
   for (const fp::SailorRun& run : fp::read_sailor_plan_group(dir, f.model)) {
@@ -224,8 +229,8 @@ TEST(PlannerValidation, CatalogMemoryConstantsMatchClaridenFit) {
   std::printf("fit: allocator fraction %.4f, GH200 context %.3f GB\n", fit.allocator_fraction,
               fit.cuda_context_bytes.at("GH200-96") / 1e9);
   EXPECT_NEAR(fp::default_memory_constants().allocator_fraction, fit.allocator_fraction, 0.001);
-  EXPECT_NEAR(static_cast<double>(f.catalog.find("GH200-96")->cuda_context_bytes), fit.cuda_context_bytes.at("GH200-96"),
-              0.01e9);
+  EXPECT_NEAR(static_cast<double>(f.catalog.find("GH200-96")->cuda_context_bytes),
+              fit.cuda_context_bytes.at("GH200-96"), 0.01e9);
 }
 
 // llm_info.json's per-layer act_mem_* are not bytes of a Megatron layer: for OPT-350 at every
