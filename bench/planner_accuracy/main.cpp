@@ -244,6 +244,12 @@ int main(int argc, char** argv) {
   const char* held = std::getenv("FLOTILLA_SAILOR_VALIDATION");
   if (held != nullptr && *held != '\0') {
     const fs::path root(held);
+    for (const char* sub : {"clariden/GPT-NEO", "mit"})
+      if (!fs::is_directory(root / sub))
+        std::printf(
+            "held-out group %s skipped: %s is not a folder (FLOTILLA_SAILOR_VALIDATION names Sailor's "
+            "Planner/simulations/validation)\n",
+            sub, (root / sub).c_str());
     if (fs::is_directory(root / "clariden/GPT-NEO"))
       groups.push_back(sailor_group("clariden/GPT-NEO GH200", "validation (held out)", root / "clariden/GPT-NEO", *neo,
                                     in, verbose));
