@@ -436,6 +436,7 @@ static int run_plan(const std::vector<std::string>& raw) {
                      {"layers_per_dp_position", result.stats.layers_per_dp_position},
                      {"dp_states", result.stats.dp_states},
                      {"beam_dp_runs", result.stats.beam_dp_runs},
+                     {"dp_runs_ruled_out", result.stats.dp_runs_ruled_out},
                      {"evaluations", result.stats.evaluations}};
     if (!args.launcher.empty()) {
       auto launch = render_launch(placed, args.megatron);

@@ -96,10 +96,13 @@ class Searcher {
   // `pools`: the pools to search (mixed_pool_sets()); null: the request's own.
   // `known_best`: the objective (iteration seconds, or USD per iteration) of a plan already
   // found, which seeds the branch and bound.
+  // `beamed_dp`: the largest D another search over these pools (or fewer) already had to search
+  // by beams; runs at that D or below skip the capped exact run (seed_bound()).
   Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result,
-           const std::vector<SearchPool>* pools = nullptr, std::optional<double> known_best = std::nullopt)
+           const std::vector<SearchPool>* pools = nullptr, std::optional<double> known_best = std::nullopt,
+           int beamed_dp = 0)
       : request_(request), context_(context), result_(result), collector_(request, result),
-        best_feasible_value_(known_best) {
+        best_feasible_value_(known_best), beamed_dp_(beamed_dp) {
     pools_ = pools != nullptr ? *pools : merged_pools(request, *context.catalog);
     if (request.options.group_pools_across_regions) pools_ = group_pools_across_regions(request, pools_);
     for (const SearchPool& pool : pools_) total_gpus_ += pool.gpus;
@@ -107,6 +110,8 @@ class Searcher {
     max_stages_ = request.options.max_stages > 0 ? std::min(request.options.max_stages, blocks_)
                                                   : blocks_;
   }
+
+  int beamed_dp() const { return beamed_dp_; }
 
   void run() {
     if (pools_.empty()) {
@@ -198,7 +203,12 @@ class Searcher {
         return std::nullopt;
       }
     }
-    if (seed_bound(input, configs, dp, m, timer, dp_solver)) {
+    // Most (mbs, D) runs that find nothing on a large cluster are ruled out by the DP's cheap
+    // relaxation (exact: it only says no when solve() would find nothing).
+    const bool ruled_out = request_.options.prune_by_relaxation && dp_solver->cannot_complete();
+    if (ruled_out) {
+      ++result_.stats.dp_runs_ruled_out;
+    } else if (seed_bound(input, configs, dp, m, timer, dp_solver)) {
       ++result_.stats.beam_dp_runs;
       input.max_stage_seconds = stage_bound(m, dp);
       input.max_states_per_depth = kBeamStatesPerDepth;
@@ -206,7 +216,7 @@ class Searcher {
       dp_solver->solve();
     }
     StageDp& solver = *dp_solver;
-    ++result_.stats.dp_runs;
+    if (!ruled_out) ++result_.stats.dp_runs;
     result_.stats.layers_per_dp_position =
         std::max(result_.stats.layers_per_dp_position, solver.layers_per_position());
     result_.stats.dp_states += solver.states();
@@ -317,11 +327,14 @@ class Searcher {
       full->solve();
       return false;
     }
-    // States grow as D shrinks: once a larger D of this micro-batch size needed the beam, a
-    // smaller one skips the capped exact run.
-    if (beamed_dp_ == 0 || dp > beamed_dp_) {
+    // States grow as D shrinks, and do not shrink as the micro-batch grows (a stage holds fewer
+    // blocks, so pipelines get deeper): once a D needed the beam, that D and smaller ones, at
+    // this and larger micro-batch sizes, skip the capped exact run (a truncated one costs about
+    // as much as a beam, and was thrown away).
+    if (dp > beamed_dp_) {
       StageDpInput seed = input;
       seed.max_states = kSeedStates;
+      seed.stop_when_truncated = true;  // a truncated seed is discarded
       StageDp solver(seed);
       solver.solve();
       if (!solver.truncated()) {  // complete: it is the full run
@@ -329,7 +342,7 @@ class Searcher {
         return false;
       }
     }
-    beamed_dp_ = dp;
+    beamed_dp_ = std::max(beamed_dp_, dp);
     if (best_feasible_value_) return true;  // already bounded: one beam, under that bound
     StageDpInput beam_input = input;
     beam_input.max_states_per_depth = kBeamStatesPerDepth;
@@ -422,7 +435,6 @@ class Searcher {
     // H3: throughput -> largest D first; H4: cost -> smallest D first.
     if (throughput()) std::reverse(degrees.begin(), degrees.end());
     ProxyTimer timer(request_, context_, pools_, mbs);
-    beamed_dp_ = 0;
     std::optional<double> previous;
     for (std::size_t i = 0; i < degrees.size(); ++i) {
       const std::optional<double> best = search_point(mbs, degrees[i], timer);
@@ -489,7 +501,7 @@ class Searcher {
   std::deque<std::vector<StageConfig>> config_sets_;
   std::vector<Pending> pending_;
   std::optional<double> best_feasible_value_;
-  int beamed_dp_ = 0;  // the last D of this micro-batch size searched by beams (0: none yet)
+  int beamed_dp_ = 0;  // the largest D searched by beams so far (0: none yet)
   int total_gpus_ = 0;
   int blocks_ = 0;
   int max_stages_ = 1;
@@ -504,7 +516,10 @@ constexpr int kMaxGpusForMixedPassesWithoutAPlan = 4096;
 
 // Issue 13: one more search per pair of pools whose types a stage may mix (mixed_pool_sets());
 // their plans join the ranking (duplicates of plans already found are dropped).
-void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& context, SearchResult& result) {
+// `beamed_dp`: the largest D the one-type search needed beams for; the mixed pools (one more
+// pool) have at least as many DP states, so there too those D skip the capped exact run.
+void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& context, SearchResult& result,
+                           int beamed_dp) {
   std::deque<GpuType> storage;
   const std::vector<SearchPool> pools_all = merged_pools(request, *context.catalog);
   const auto sets = mixed_pool_sets(pools_all, request.model, *context.compute, storage);
@@ -570,10 +585,11 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
       around.options.dp_degrees = {best.dp(), 2 * best.dp()};
     }
     SearchResult more;
-    Searcher(around, context, more, &pools, known_best).run();
+    Searcher(around, context, more, &pools, known_best, beamed_dp).run();
     result.stats.dp_runs += more.stats.dp_runs;
     result.stats.dp_states += more.stats.dp_states;
     result.stats.beam_dp_runs += more.stats.beam_dp_runs;
+    result.stats.dp_runs_ruled_out += more.stats.dp_runs_ruled_out;
     result.stats.evaluations += more.stats.evaluations;
     result.stats.plans_considered += more.stats.plans_considered;
     for (const auto& [kind, count] : more.rejection_counts) result.rejection_counts[kind] += count;
@@ -608,6 +624,7 @@ SearchResult search_once(const SearchRequest& request, const EvalContext& contex
   }
   Searcher searcher(request, context, result);
   searcher.run();
+  int beamed_dp = searcher.beamed_dp();
   // Grouped positions can rule out every split that fits: a small GPU may hold one layer at
   // its in-flight count but not a group (Llama-2-7B at 128 layers on examples/cluster.yaml
   // fits only with single-layer V100 stages). Before saying nothing fits, search again with
@@ -619,15 +636,18 @@ SearchResult search_once(const SearchRequest& request, const EvalContext& contex
     finer.options.max_stage_dp_positions =
         std::min(2 * finer.options.max_stage_dp_positions, kMaxRegroupPositions);
     SearchResult retry;
-    Searcher(finer, context, retry).run();
+    Searcher finer_searcher(finer, context, retry);
+    finer_searcher.run();
+    beamed_dp = finer_searcher.beamed_dp();
     retry.stats.dp_runs += result.stats.dp_runs;
     retry.stats.dp_states += result.stats.dp_states;
     retry.stats.beam_dp_runs += result.stats.beam_dp_runs;
+    retry.stats.dp_runs_ruled_out += result.stats.dp_runs_ruled_out;
     retry.stats.evaluations += result.stats.evaluations;
     retry.stats.plans_considered += result.stats.plans_considered;
     result = std::move(retry);
   }
-  if (request.options.mix_types_within_stage) add_mixed_stage_plans(request, context, result);
+  if (request.options.mix_types_within_stage) add_mixed_stage_plans(request, context, result, beamed_dp);
   if (result.plans.empty() && result.stats.layers_per_dp_position > 1)
     result.failure += " (searched with " + std::to_string(result.stats.layers_per_dp_position) +
                       " layers per stage-DP position; a split at single layers was not searched)";
@@ -650,6 +670,7 @@ void merge_stats(const SearchStats& from, SearchStats& into) {
   into.dp_runs += from.dp_runs;
   into.dp_states += from.dp_states;
   into.beam_dp_runs += from.beam_dp_runs;
+  into.dp_runs_ruled_out += from.dp_runs_ruled_out;
   into.evaluations += from.evaluations;
   into.plans_considered += from.plans_considered;
   into.layers_per_dp_position = std::max(into.layers_per_dp_position, from.layers_per_dp_position);

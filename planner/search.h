@@ -92,6 +92,10 @@ struct SearchOptions {
   // promising states per depth, the first one seeding the bound (search.cpp, seed_bound()).
   // false: the exact DP, truncated at its budget, as before.
   bool beam_when_truncated = true;
+  // Before each (mbs, D) run, a relaxation of the stage DP (one weighted capacity instead of
+  // one per pool; StageDp::cannot_complete()) skips the runs that cannot find a pipeline that
+  // fits and beats the bound. Exact: results are unchanged. false: every run is solved.
+  bool prune_by_relaxation = true;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)
@@ -124,6 +128,8 @@ struct SearchStats {
   // (mbs, D) runs too large for the exact DP (kSeedStates in search.cpp), searched by beams of
   // the most promising states per depth instead (large clusters; docs/planner.md).
   std::int64_t beam_dp_runs = 0;
+  // (mbs, D) runs skipped because the DP's relaxation showed they find nothing (not in dp_runs).
+  std::int64_t dp_runs_ruled_out = 0;
   std::int64_t evaluations = 0;   // evaluate() calls
   std::int64_t plans_considered = 0;
   int layers_per_dp_position = 1;  // > 1: the DP grouped layers (max_stage_dp_positions)

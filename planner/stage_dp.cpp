@@ -253,6 +253,63 @@ bool StageDp::block_fits_somewhere(int block) {
   }
   return false;
 }
+// The relaxation: cost[s] = the least weighted usage of a suffix pipeline of `depth` stages
+// covering blocks [s, blocks), every stage fitting memory at its in-flight count and within the
+// time bound, as solve() admits them. A stage of config c from s may end at any e in (s, hi(s)],
+// hi(s) the last end that fits both (each is monotone), and hi never moves right as s moves
+// left, so a sliding-window minimum gives each cell in amortised O(1). Any pipeline solve()
+// completes uses at most capacity_ units per pool, so its weighted usage is within the budget;
+// if no depth has a complete pipeline within it, solve() has none either.
+bool StageDp::cannot_complete() {
+  const int configs = static_cast<int>(in_.configs->size());
+  const float limit = in_.max_stage_seconds >= 3e38 ? kInf : static_cast<float>(in_.max_stage_seconds);
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  std::vector<double> cost(blocks_ + 1), next(blocks_ + 1);
+  std::vector<int> window(blocks_ + 1);
+  // Two weightings: TP units (catches too few GPUs) and GPU memory (too little memory; more
+  // weightings, e.g. memory squared or 1 / capacity, ruled out nothing more on 14,336 GPUs).
+  for (int weighting = 0; weighting < 2; ++weighting) {
+    const auto weight_of_pool = [&](int k) {
+      return weighting == 0 ? 1.0 : static_cast<double>((*in_.pools)[k].gpu->memory_bytes);
+    };
+    double budget = 0;
+    for (int k = 0; k < pools_; ++k) budget += capacity_[k] * weight_of_pool(k);  // dims 0..pools_-1
+    budget *= 1 + 1e-12;
+    std::fill(cost.begin(), cost.end(), kNone);
+    cost[blocks_] = 0;
+    bool feasible = false;
+    for (int depth = 0; depth < in_.max_stages && !feasible; ++depth) {
+      const int in_flight = std::min(depth + 1, buckets_);
+      build_memory_rows(in_flight);
+      std::fill(next.begin(), next.end(), kNone);
+      for (int c = 0; c < configs; ++c) {
+        const StageConfig& config = (*in_.configs)[c];
+        const double weight = config.tp * weight_of_pool(config.pool);
+        const double* prefix = unit_prefix_[c].data();
+        const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];
+        const int* mem = &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * (blocks_ + 1)];
+        std::size_t head = 0, tail = 0;  // window[head, tail): ends, largest first, cost increasing
+        int hi = blocks_;
+        for (int start = blocks_ - 1; start >= 0; --start) {
+          while (hi > start && (mem[hi] > start || static_cast<float>(prefix[hi] + p2p - prefix[start]) > limit)) --hi;
+          while (tail > head && cost[window[tail - 1]] >= cost[start + 1]) --tail;
+          window[tail++] = start + 1;
+          while (tail > head && window[head] > hi) ++head;
+          if (tail > head && cost[window[head]] < kNone)
+            next[start] = std::min(next[start], weight + cost[window[head]]);
+        }
+      }
+      if (next[0] <= budget) feasible = true;
+      bool any = false;
+      for (int b = 1; b <= blocks_ && !any; ++b) any = next[b] <= budget;
+      if (!any && !feasible) break;  // no deeper pipeline can come in within the budget
+      std::swap(cost, next);
+    }
+    if (!feasible) return true;
+  }
+  return false;
+}
+
 int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
   const int id = static_cast<int>(level.keys.size());
   level.index.emplace(key, id);
@@ -315,6 +372,7 @@ void StageDp::solve() {
         } else {
           if (states_ >= in_.max_states) {
             truncated_ = true;
+            if (in_.stop_when_truncated) return;
             continue;
           }
           std::copy(usage, usage + dims_, next_usage.begin());

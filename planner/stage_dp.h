@@ -47,6 +47,10 @@ struct StageDpInput {
   // pipeline whose slowest cycle exceeds it, since iteration >= m x slowest cycle).
   double max_stage_seconds = 1e300;
   std::int64_t max_states = 400000;
+  // Stop at once when max_states is reached (truncated() then says so): for a capped trial run
+  // whose result is thrown away when it truncates (search.cpp, seed_bound()), the rest of the
+  // run after the cap would be wasted work.
+  bool stop_when_truncated = false;
   // > 0: a beam, not the exact DP: past this many states at one depth, only the most promising
   // are kept (keep_best_states()). The search uses it to find a first plan whose time bounds
   // the exact run on large clusters; every pipeline it returns is still a real one.
@@ -78,6 +82,13 @@ class StageDp {
   bool truncated() const { return truncated_; }
   // Block b alone does not fit any config even as the last stage (H2's memory floor).
   bool block_fits_somewhere(int block);
+  // True only when solve() would find no complete pipeline: a relaxation of the DP that keeps
+  // depth, memory at each depth's in-flight count and the stage-time bound, but replaces the
+  // per-dimension capacities by one weighted sum (weights: 1 per TP unit, then GPU memory),
+  // so it runs over (depth, start block) only, O(depth x configs x blocks). False means
+  // "maybe": solve() decides. On large clusters most (mbs, D) runs that find nothing are
+  // ruled out here (docs/planner.md, "Search at cluster scale").
+  bool cannot_complete();
   // Layers per DP position (1: exact, every block boundary searched).
   int layers_per_position() const { return group_; }
   // When positions group layers: the best split over single blocks for the candidate's

@@ -107,6 +107,73 @@ TEST(StageDpTest, LinearSweepEqualsQuadraticSweep) {
   }
 }
 
+// cannot_complete() may only say "no" where solve() finds no pipeline at all; it must also say it
+// somewhere: below the fastest cycle (the bound rules everything out), and where the GPUs are too
+// few or too small for the model at that D.
+TEST(StageDpTest, RelaxationRulesOutOnlyRunsThatFindNothing) {
+  SearchRequest llama =
+      request_for(*find_preset("llama-2-7b"), {pool("A100-40", 8, 4), pool("V100-16", 8, 4)});
+  llama.training.flash_attention = true;
+  const std::vector<SearchRequest> requests = {
+      llama,
+      request_for(*find_preset("gpt-neo-2.7b"), {pool("A100-40", 4, 4), pool("V100-16", 12, 4)}),
+      request_for(deep_gpt(120), {pool("A100-40", 4, 4), pool("V100-16", 4, 4), pool("T4", 4, 4)}),
+      request_for(deep_gpt(48), {pool("GH200-96", 4, 4), pool("T4", 8, 4)}),
+      request_for(*find_preset("llama-2-13b"), {pool("V100-16", 8, 4), pool("T4", 8, 4)}),
+  };
+  World world;
+  const EvalContext context = world.context();
+  int ruled_out = 0, with_plans = 0;
+  for (const SearchRequest& request : requests) {
+    for (int mbs : {1, 2, 4}) {
+      for (int dp : {1, 2, 4}) {
+        const double fastest = fastest_cycle(request, mbs, dp);
+        for (double limit : {1e300, fastest * 1.05, fastest * 0.95}) {
+          DpSetup setup(request, context, mbs, dp, request.model.num_blocks());
+          if (setup.configs.empty()) continue;
+          setup.input.max_stage_seconds = limit;
+          StageDp relaxed(setup.input);
+          const bool no = relaxed.cannot_complete();
+          StageDp exact(setup.input);
+          exact.solve();
+          const bool found = !exact.candidates().empty();
+          EXPECT_FALSE(no && found) << request.model.name << ", mbs " << mbs << ", D " << dp << ", limit "
+                                    << limit;
+          ruled_out += no ? 1 : 0;
+          with_plans += found ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ruled_out, 10);
+  EXPECT_GT(with_plans, 10);
+}
+
+// The whole search with and without the relaxation's pre-check: the same plans, fewer DP runs.
+TEST(StageDpTest, SearchWithRelaxationReturnsTheSamePlans) {
+  World world;
+  for (const SearchRequest& base :
+       {request_for(*find_preset("gpt-neo-2.7b"), {pool("A100-40", 16, 4), pool("V100-16", 32, 4)}),
+        request_for(*find_preset("llama-2-13b"), {pool("A100-80", 16, 8), pool("V100-16", 32, 4), pool("T4", 16, 4)}),
+        request_for(deep_gpt(96), {pool("A100-40", 8, 8), pool("V100-16", 16, 4), pool("GH200-96", 8, 4)})}) {
+    SearchRequest request = base;
+    request.global_batch_size = 512;
+    request.options.max_plans = 4;
+    request.options.micro_batch_sizes = {1, 2, 4, 8};
+    const SearchResult pruned = search_plans(request, world.context());
+    request.options.prune_by_relaxation = false;
+    const SearchResult full = search_plans(request, world.context());
+    ASSERT_FALSE(full.plans.empty()) << full.failure;
+    ASSERT_EQ(pruned.plans.size(), full.plans.size());
+    for (std::size_t i = 0; i < full.plans.size(); ++i) {
+      EXPECT_EQ(describe_plan(pruned.plans[i].plan), describe_plan(full.plans[i].plan));
+      EXPECT_EQ(pruned.plans[i].evaluation.tokens_per_second, full.plans[i].evaluation.tokens_per_second);
+    }
+    EXPECT_EQ(pruned.stats.dp_runs + pruned.stats.dp_runs_ruled_out, full.stats.dp_runs);
+    EXPECT_EQ(pruned.rejection_counts, full.rejection_counts);
+  }
+}
+
 // The whole search returns the same plans with either sweep.
 TEST(StageDpTest, SearchWithLinearSweepReturnsTheQuadraticSweepsPlans) {
   World world;
