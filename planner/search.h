@@ -27,7 +27,8 @@
 //   Large clusters (issue 13 item 4): pools of one GPU type in several regions are one DP pool
 //   (exact: each stage still gets one region, search_space.h), and an (mbs, D) run that would
 //   exceed kSeedStates exact-DP states is searched by beams instead (heuristic, as the state
-//   budget's truncation was; SearchStats::beam_dp_runs counts them).
+//   budget's truncation was; SearchStats::beam_dp_runs counts them). Before each (mbs, D) run a
+//   relaxation of the DP (StageDp::cannot_complete()) skips runs that would find nothing (exact).
 #pragma once
 
 #include <cstdint>

@@ -268,12 +268,13 @@ bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& cat
     else
       std::printf("  before   > %.0f s (stopped)\n", base.seconds);
     std::printf("  no relax %8.3f s (CPU %.3f s)  %10.0f tokens/s  peak RSS %5.0f MB  (every (mbs, D) run solved)\n",
-                every_run.seconds, every_run.cpu_seconds, every_run.tokens_per_second, every_run.peak_rss_mb);    std::printf("  search   %8.3f s (CPU %.3f s)  %10.0f tokens/s  peak RSS %5.0f MB  %s  (%lld DP runs, %lld by beam)\n",
+                every_run.seconds, every_run.cpu_seconds, every_run.tokens_per_second, every_run.peak_rss_mb);    std::printf("  search   %8.3f s (CPU %.3f s)  %10.0f tokens/s  peak RSS %5.0f MB  %s  (%lld DP runs, %lld by beam, %lld ruled out)\n",
                 fast.seconds, fast.cpu_seconds, fast.tokens_per_second, fast.peak_rss_mb,
                 shown.result.plans.empty() ? shown.result.failure.c_str()
                                            : fp::describe_plan(shown.result.plans.front().plan).c_str(),
                 static_cast<long long>(shown.result.stats.dp_runs),
-                static_cast<long long>(shown.result.stats.beam_dp_runs));
+                static_cast<long long>(shown.result.stats.beam_dp_runs),
+                static_cast<long long>(shown.result.stats.dp_runs_ruled_out));
     const bool goal = fast.finished && fast.seconds <= 1.0 && fast.peak_rss_mb <= 150;
     std::printf("  vs no relax: time %.2fx, CPU %.2fx, throughput ratio %.4f\n",
                 every_run.seconds / std::max(1e-9, fast.seconds), every_run.cpu_seconds / std::max(1e-9, fast.cpu_seconds),
