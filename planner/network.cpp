@@ -9,12 +9,33 @@
 namespace flotilla::planner {
 namespace {
 
-double eval_fit(const BandwidthFit& f, double message_bytes) {
-  const double x = std::log10(std::max(message_bytes, 1.0));
+// Sailor fitted bandwidth_GB/s = polyval(coeffs, log2(message bytes / 1e6)) to send-recv and
+// collective runs of 2^16 .. 2^30 bytes (profiling/networking/fit_func.py, run_all.py). Outside
+// that range no fit applies: above it the bandwidth of the largest measured message is held;
+// below the smallest message whose fitted bandwidth is positive (the quadratics turn negative
+// near 64 KB for fast links), a message is assumed to take as long as that one (a latency floor),
+// so a smaller message never gets a higher rate than a larger one. Capped at the measured peak.
+constexpr int kSmallestFittedLog2Bytes = 16;
+constexpr int kLargestFittedLog2Bytes = 30;
+
+double fit_at(const BandwidthFit& f, double message_bytes) {
+  const double x = std::log2(message_bytes / 1e6);
   double y = 0;
   for (double c : f.coeffs) y = y * x + c;
-  const double bw = y * 1e9;
-  if (!(bw > 0)) return f.peak_bytes_per_s > 0 ? f.peak_bytes_per_s * 0.01 : 1e6;
+  return y * 1e9;
+}
+
+double eval_fit(const BandwidthFit& f, double message_bytes) {
+  const double bytes = std::min(std::max(message_bytes, 1.0), std::ldexp(1.0, kLargestFittedLog2Bytes));
+  double floor_bytes = 0;
+  double floor_bw = 0;
+  for (int k = kSmallestFittedLog2Bytes; k <= kLargestFittedLog2Bytes && !(floor_bw > 0); ++k) {
+    floor_bytes = std::ldexp(1.0, k);
+    floor_bw = fit_at(f, floor_bytes);
+  }
+  if (!(floor_bw > 0)) return f.peak_bytes_per_s > 0 ? f.peak_bytes_per_s * 0.01 : 1e6;
+  double bw = bytes <= floor_bytes ? floor_bw * bytes / floor_bytes : fit_at(f, bytes);
+  if (!(bw > 0)) bw = floor_bw;
   return f.peak_bytes_per_s > 0 ? std::min(bw, f.peak_bytes_per_s) : bw;
 }
 

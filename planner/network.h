@@ -18,7 +18,7 @@ struct GpuType;
 
 enum class LinkKind { kIntraNode, kInterNode, kCrossZone, kCrossRegion };
 
-// Sailor's fit: bandwidth_GB/s(message) = polyval(coeffs, log10(message bytes)), capped at
+// Sailor's fit: bandwidth_GB/s(message) = polyval(coeffs, log2(message bytes / 1e6)), capped at
 // peak_bytes_per_s. Inter-node fits are per node (all n GPUs of a node sending at once).
 struct BandwidthFit {
   std::vector<double> coeffs;
