@@ -174,8 +174,7 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
       const auto& ng = gpus[static_cast<std::size_t>(s + 1)];
       double worst = 0;
       for (int r = 0; r < st.dp(); ++r) {
-        const double bytes = 2.0 * model.seq_len * static_cast<double>(plan.micro_batch_size) * model.hidden /
-                             (plan.options.sequence_parallel ? st.replica_tp(r) : 1);
+        const double bytes = p2p_bytes_per_rank(model, plan.micro_batch_size, st.replica_tp(r));
         const double bw = ctx.network->pair_bandwidth_bytes_per_s(
             st.replicas[static_cast<std::size_t>(r)].zone, *sg[static_cast<std::size_t>(r)],
             nx.replicas[static_cast<std::size_t>(r)].zone, *ng[static_cast<std::size_t>(r)], senders(r), bytes);

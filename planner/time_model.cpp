@@ -6,6 +6,10 @@
 
 namespace flotilla::planner {
 
+double p2p_bytes_per_rank(const ModelSpec& model, int micro_batch_size, int tp) {
+  return 2.0 * model.seq_len * static_cast<double>(micro_batch_size) * model.hidden / std::max(1, tp);
+}
+
 StageTiming stage_timing(const ModelSpec& model, const Stage& stage, const std::vector<const GpuType*>& replica_gpus,
                          int micro_batch_size, const TrainingOptions& options, const ComputeModel& compute,
                          const NetworkModel& network, LinkKind link_to_next, LinkKind dp_link) {
@@ -27,9 +31,8 @@ StageTiming stage_timing(const ModelSpec& model, const Stage& stage, const std::
   if (slowest == nullptr) return t;
   const int gpus_per_node = std::max(1, std::min(stage.tp, slowest->gpus_per_node));
   if (stage.last_block <= model.num_layers + 1) {  // not the last stage: send activations on
-    const double bytes = 2.0 * model.seq_len * static_cast<double>(micro_batch_size) * model.hidden /
-                         (options.sequence_parallel ? stage.tp : 1);
-    t.p2p_s = network.p2p_seconds(bytes, link_to_next, *slowest, gpus_per_node);
+    t.p2p_s = network.p2p_seconds(p2p_bytes_per_rank(model, micro_batch_size, stage.tp), link_to_next, *slowest,
+                                  gpus_per_node);
   }
   // Gradients are reduced in fp32 (Megatron's main grads); ZeRO-1/2 reduce-scatter + all-gather
   // moves the same bytes as an all-reduce.
@@ -45,10 +48,12 @@ PipelineTime pipeline_iter_seconds(const std::vector<StageTiming>& stages, int n
   double fill = 0;        // one micro-batch through every stage and back (warm-up + cool-down)
   double straggler = 0;   // steady state: the slowest stage's cycle
   double sync = 0;
+  double p2p_from_previous = 0;
   for (const StageTiming& s : stages) {
-    const double cycle = s.forward_s + s.backward_s + 2.0 * s.p2p_s;
-    fill += cycle;
-    straggler = std::max(straggler, cycle);
+    const double own = s.forward_s + s.backward_s + 2.0 * s.p2p_s;
+    fill += own;
+    straggler = std::max(straggler, own + 2.0 * p2p_from_previous);
+    p2p_from_previous = s.p2p_s;
     sync = std::max(sync, s.dp_sync_s + s.update_s);
   }
   out.pipeline_seconds = fill + (m - 1) * straggler;

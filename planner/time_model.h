@@ -6,8 +6,10 @@
 //   stage. Both are O(stages) or O(blocks of the stage) and allocation-free.
 // Assumes (Sailor §4.3): per micro-batch, stage s costs fwd_s + bwd_s (+ TP all-reduces, which
 //   are inside the profiled times) and sends activations of mbs*s*h*2 bytes to stage s+1 over
-//   the link between them; gradient all-reduce is a ring over the stage's DP replicas, the
-//   slowest link bounding it; the update runs after the all-reduce.
+//   the link between them, split over its TP ranks (p2p_bytes_per_rank()); Megatron's p2p is
+//   synchronous, so a stage is busy for the transfers on both of its pipeline boundaries;
+//   gradient all-reduce is a ring over the stage's DP replicas, the slowest link bounding it;
+//   the update runs after the all-reduce.
 // Caveats: no overlap of the DP all-reduce with the backward pass (Megatron's default without
 //   --overlap-grad-reduce), which is what Sailor's validation runs used.
 #pragma once
@@ -22,10 +24,19 @@
 
 namespace flotilla::planner {
 
+// Bytes each TP rank of a stage sends to the next stage per micro-batch: the fp16 activations
+// (2 * seq * mbs * hidden) split evenly over the stage's `tp` ranks. Megatron-LM and
+// Megatron-DeepSpeed scatter the tensor over the TP group before the send and all-gather it
+// after (`scatter_gather_tensors_in_pipeline`, on by default; DeepSpeed's pipeline engine
+// partitions it the same way, and with sequence parallelism it is already split), so the
+// tp ranks of a node together move one copy of the tensor, not tp copies.
+double p2p_bytes_per_rank(const ModelSpec& model, int micro_batch_size, int tp);
+
 struct StageTiming {
   double forward_s = 0;   // one micro-batch, slowest replica
   double backward_s = 0;  // one micro-batch, slowest replica (incl. recompute)
-  double p2p_s = 0;       // send of one micro-batch's activations to the next stage (0 last)
+  double p2p_s = 0;       // send of one micro-batch's activations to the next stage (0 last);
+                          // the gradient comes back over the same link in the same time
   double dp_sync_s = 0;   // gradient all-reduce over the stage's replicas
   double update_s = 0;    // optimizer step
 };
@@ -42,6 +53,10 @@ struct PipelineTime {
   double sync_seconds = 0;      // DP all-reduce + update (slowest stage)
 };
 
+// fill = sum_s (f_s + b_s + 2 p2p_s): one micro-batch forward through every stage and back;
+// steady state (m - 1) x max_s cycle_s, cycle_s = f_s + b_s + 2 p2p_(s-1) + 2 p2p_s: Megatron
+// synchronises after every send/receive, so a stage cannot compute while the activations or
+// gradients of either of its boundaries are in flight.
 PipelineTime pipeline_iter_seconds(const std::vector<StageTiming>& stages, int num_micro_batches);
 
 }  // namespace flotilla::planner

@@ -164,6 +164,32 @@ TEST(MixedReplicas, AllReduceTakesTheSlowestLinkOfTheRing) {
   EXPECT_NEAR(fast.stages[0].timing.dp_sync_s, 2.0 * 2 * (grads / 3) / 10e9, 1e-9);
 }
 
+TEST(MixedReplicas, PipelineSendOverAFittedLinkIsSplitOverTheTpRanks) {
+  Fixture f;
+  fp::ComputeModel compute(&f.profiles);
+  // Stage 0 on an A100-40 node, stage 1 on a V100-16 node, TP 2 each, one zone. The node-to-node
+  // fit for 2 GPUs per node is flat at 0.5 GB/s (node total), like the slow RTX links.
+  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 2, "za", "V100-16", 2)] = {{0, 0, 0.5}, 100e9};
+  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  fp::Plan plan;
+  plan.micro_batch_size = 2;
+  plan.global_batch_size = 8;  // 4 micro-batches
+  plan.stages = {{0, 3, 2, {{"A100-40", "za", 2}}}, {3, f.model.num_blocks(), 2, {{"V100-16", "za", 2}}}};
+  const fp::Evaluation ev = fp::evaluate(plan, f.model, ctx);
+  ASSERT_TRUE(ev.feasible()) << ev.infeasible->message;
+  // Activations 2 * seq * mbs * hidden bytes, scattered over the 2 TP ranks; both ranks send
+  // at once and share the node's 0.5 GB/s: (A / 2) / (0.5 GB/s / 2) = A / 0.5 GB/s.
+  const double activations = 2.0 * f.model.seq_len * 2 * f.model.hidden;
+  const double p2p = activations / 0.5e9;
+  EXPECT_NEAR(ev.stages[0].timing.p2p_s, p2p, 1e-12);
+  // 1F1B by hand, micro-batch 2: A100 TP2 blocks 0-2: fwd 3 x 1 ms, bwd 6 ms; V100 TP2
+  // blocks 3-5: fwd 3 x 4 ms, bwd 24 ms. Both stages' cycles carry the boundary twice; the fill
+  // crosses it once forward and once backward.
+  const double c0 = 3e-3 + 6e-3 + 2 * p2p;
+  const double c1 = 12e-3 + 24e-3 + 2 * p2p;
+  EXPECT_NEAR(ev.pipeline_seconds, c0 + 36e-3 + 3 * std::max(c0, c1), 1e-12);
+}
+
 TEST(MixedReplicas, SailorPlanWithReplicasOfDifferentTpParses) {
   const char* json = R"({"mbs": 1, "gbs": 8, "pipeline_list": [{"num_stages": 1, "layers_per_stage": [[0,1,2,3,4,5]],
     "tmp_per_stage": [[ [[["A100-40", 1, "z"]], 1], [[["V100-16", 2, "z"]], 2] ]], "dp": [2]}]})";

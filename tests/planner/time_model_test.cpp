@@ -1,6 +1,8 @@
 // The 1F1B composition and link model against hand-computed values.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "planner/evaluate.h"
 #include "planner/network.h"
 #include "planner/time_model.h"
@@ -16,6 +18,36 @@ TEST(TimeModel, OneFOneBHandWorked) {
   EXPECT_DOUBLE_EQ(t.pipeline_seconds, 27.0);
   EXPECT_DOUBLE_EQ(t.sync_seconds, 0.6);
   EXPECT_DOUBLE_EQ(t.iter_seconds, 27.6);
+}
+
+// p2p on both boundaries: Megatron synchronises after every send/receive, so a middle stage's
+// steady-state cycle carries the transfers to its predecessor and to its successor.
+TEST(TimeModel, MiddleStageCycleCarriesBothBoundaries) {
+  std::vector<fp::StageTiming> st(3);
+  st[0] = {1.0, 2.0, 0.5, 0.0, 0.0};  // cycle 3 + 2*0.5 = 4
+  st[1] = {1.0, 2.0, 0.25, 0.0, 0.0};  // cycle 3 + 2*0.5 + 2*0.25 = 4.5 (the straggler)
+  st[2] = {1.0, 2.0, 0.0, 0.0, 0.0};  // cycle 3 + 2*0.25 = 3.5
+  // fill = 4 + 3.5 + 3 = 10.5 (each boundary crossed once forward, once backward);
+  // steady = (5 - 1) * 4.5 = 18.
+  EXPECT_DOUBLE_EQ(fp::pipeline_iter_seconds(st, 5).pipeline_seconds, 28.5);
+}
+
+// Sailor fitted bandwidth (GB/s) over log2(message MB) on messages of 2^16..2^30 bytes.
+TEST(TimeModel, BandwidthFitsAreOverLog2MegabytesWithinTheMeasuredRange) {
+  fp::NetworkModel n = fp::default_network_model();
+  n.intra_node["G"][2] = {{1.0, 0.0}, 0};  // bandwidth = log2(MB) GB/s, no peak cap
+  // 8 MB -> 3 GB/s
+  EXPECT_NEAR(n.bandwidth_bytes_per_s(fp::LinkKind::kIntraNode, "G", 2, 8e6), 3e9, 1e-3);
+  // above 2^30 bytes the largest measured message's bandwidth is held: log2(1073.741824) GB/s
+  EXPECT_NEAR(n.bandwidth_bytes_per_s(fp::LinkKind::kIntraNode, "G", 2, 4e9), std::log2(1073.741824) * 1e9, 1e-3);
+  // The fit is <= 0 for messages up to 2^19 bytes; 2^20 bytes (1.048576 MB) is the smallest measured size
+  // with a positive rate, log2(1.048576) GB/s. A 32 KiB message takes as long as that one.
+  const double floor_bw = std::log2(1.048576) * 1e9;
+  EXPECT_NEAR(n.bandwidth_bytes_per_s(fp::LinkKind::kIntraNode, "G", 2, 32768), floor_bw * 32768 / 1048576, 1e-3);
+  EXPECT_NEAR(n.p2p_seconds(32768, fp::LinkKind::kIntraNode, "G", 2), 20e-6 + 1048576 / floor_bw, 1e-12);
+  // A peak caps the fit.
+  n.intra_node["G"][2].peak_bytes_per_s = 2e9;
+  EXPECT_DOUBLE_EQ(n.bandwidth_bytes_per_s(fp::LinkKind::kIntraNode, "G", 2, 8e6), 2e9);
 }
 
 TEST(TimeModel, RingAllReduceAndLinks) {
