@@ -240,7 +240,8 @@ nlohmann::json plan_json(const fp::RankedPlan& ranked, const fp::ModelSpec& mode
                       {"forward_seconds", report.timing.forward_s},
                       {"backward_seconds", report.timing.backward_s},
                       {"p2p_seconds", report.timing.p2p_s},
-                      {"dp_sync_seconds", report.timing.dp_sync_s}});
+                      {"dp_sync_seconds", report.timing.dp_sync_s},
+                      {"tied_sync_seconds", report.timing.tied_sync_s}});
     if (stage_gpu_types(stage) != stage.replicas.front().gpu_type) {  // mixed replicas only
       nlohmann::json per_type = nlohmann::json::object();
       for (const fp::Replica& r : stage.replicas)

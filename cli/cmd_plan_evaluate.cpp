@@ -159,6 +159,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
                                {"backward_seconds", s.timing.backward_s},
                                {"p2p_seconds", s.timing.p2p_s},
                                {"dp_sync_seconds", s.timing.dp_sync_s},
+                               {"tied_sync_seconds", s.timing.tied_sync_s},
                                {"update_seconds", s.timing.update_s}});
     }
     out["ranks"] = nlohmann::json::array();

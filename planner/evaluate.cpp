@@ -207,6 +207,26 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     timings.push_back(report.timing);
     ev.stages.push_back(report);
   }
+  // The tied word-embedding all-reduce between stage 0 and the last stage, pipeline by pipeline
+  // (replica r of both); the slowest pair bounds it.
+  if (p > 1) {
+    const Stage& first = plan.stages.front();
+    const Stage& last = plan.stages.back();
+    double tied = 0;
+    for (int r = 0; r < first.dp(); ++r) {
+      const Replica& a = first.replicas[static_cast<std::size_t>(r)];
+      const Replica& b = last.replicas[static_cast<std::size_t>(r)];
+      const GpuType& ga = *gpus.front()[static_cast<std::size_t>(r)];
+      const int per_node = a.gpus_per_node > 0 ? a.gpus_per_node : ga.gpus_per_node;
+      tied = std::max(tied, tied_embedding_sync_seconds(model, *ctx.network, p,
+                                                        std::min(first.replica_tp(r), last.replica_tp(r)), a.zone, ga,
+                                                        b.zone, *gpus.back()[static_cast<std::size_t>(r)], per_node));
+    }
+    for (std::size_t s : {std::size_t{0}, static_cast<std::size_t>(p - 1)}) {
+      timings[s].tied_sync_s = tied;
+      ev.stages[s].timing.tied_sync_s = tied;
+    }
+  }
   const PipelineTime pt = pipeline_iter_seconds(timings, m);
   double slowest_pipeline = 0;
   for (const auto& pipe : per_pipeline) {

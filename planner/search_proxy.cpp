@@ -90,6 +90,21 @@ double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int las
   return seconds;
 }
 
+double ProxyTimer::tied_sync_seconds(const StageConfig& first, std::size_t first_zone, const StageConfig& last,
+                                     std::size_t last_zone, int num_stages) {
+  const TiedKey key{first.pool, first.tp, static_cast<int>(first_zone), last.pool, last.tp, static_cast<int>(last_zone)};
+  auto found = tied_.find(key);
+  if (found != tied_.end()) return found->second;
+  // As evaluate(): the first stage's replica sets the senders per node, the smaller TP the shard.
+  const SearchPool& a = pools_[first.pool];
+  const SearchPool& b = pools_[last.pool];
+  const double seconds = tied_embedding_sync_seconds(request_.model, *context_.network, num_stages,
+                                                     std::min(first.tp, last.tp), a.zones[first_zone].first, *a.gpu,
+                                                     b.zones[last_zone].first, *b.gpu, a.gpu->gpus_per_node);
+  tied_.emplace(key, seconds);
+  return seconds;
+}
+
 ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choices,
                                           const std::vector<StageConfig>& configs, int dp,
                                           int num_micro_batches) {
@@ -124,6 +139,12 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
                                       false));
     timing.dp_sync_s = dp_sync_seconds(config, choice.first_block, choice.last_block, dp, dp_link);
     usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
+  }
+  if (choices.size() > 1) {
+    const double tied = tied_sync_seconds(configs[choices.front().config], first_zone.front(),
+                                          configs[choices.back().config], first_zone.back(), static_cast<int>(choices.size()));
+    timings.front().tied_sync_s = tied;
+    timings.back().tied_sync_s = tied;
   }
   Estimate e;
   e.iter_seconds = pipeline_iter_seconds(timings, num_micro_batches).iter_seconds;

@@ -11,7 +11,9 @@
 //   approximated (first zone of each pool); evaluate() stays the judge of every returned plan.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +47,9 @@ class ProxyTimer {
   double p2p_seconds(const StageConfig& config, LinkKind link);
   double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
 
+  double tied_sync_seconds(const StageConfig& first, std::size_t first_zone, const StageConfig& last,
+                           std::size_t last_zone, int num_stages);
+
   const SearchRequest& request_;
   const EvalContext& context_;
   const std::vector<SearchPool>& pools_;
@@ -65,6 +70,12 @@ class ProxyTimer {
     }
   };
   std::unordered_map<SyncKey, double, SyncKeyHash> sync_;
+  // The tied-embedding all-reduce per (first pool, TP, zone; last pool, TP, zone); a handful per search.
+  struct TiedKey {
+    int first_pool, first_tp, first_zone, last_pool, last_tp, last_zone;
+    auto operator<=>(const TiedKey&) const = default;
+  };
+  std::map<TiedKey, double> tied_;
 };
 
 }  // namespace flotilla::planner

@@ -14,6 +14,7 @@
 //   --overlap-grad-reduce), which is what Sailor's validation runs used.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "planner/gpu_catalog.h"
@@ -39,6 +40,7 @@ struct StageTiming {
                           // the gradient comes back over the same link in the same time
   double dp_sync_s = 0;   // gradient all-reduce over the stage's replicas
   double update_s = 0;    // optimizer step
+  double tied_sync_s = 0; // first and last stage only: the tied word-embedding all-reduce
 };
 
 // Time of one stage; `replica_gpus` are the catalog entries of the stage's replicas.
@@ -47,12 +49,24 @@ StageTiming stage_timing(const ModelSpec& model, const Stage& stage,
                          const TrainingOptions& options, const ComputeModel& compute,
                          const NetworkModel& network, LinkKind link_to_next, LinkKind dp_link);
 
+// Megatron ties the input word embeddings to the LM head. With the head on another stage than
+// the embedding (PP > 1), the first and last stage keep a copy each and all-reduce its fp32
+// gradient (one vocab shard per TP rank) after the DP all-reduce, before the optimizer step
+// (`_allreduce_embedding_grads`; Megatron's timer "backward-embedding-all-reduce": 5-7 ms on
+// stage 0 of the shared GH200 megatron-runs with PP > 1, 0.3 ms at PP 1). Two participants per
+// TP rank, min(tp, GPUs per node) ranks of a node at once, over the link between the two
+// stages' nodes (Sailor's pair fit where one exists). 0 for untied models and PP 1.
+double tied_embedding_sync_seconds(const ModelSpec& model, const NetworkModel& network, int num_stages, int tp,
+                                   std::string_view first_zone, const GpuType& first_gpu,
+                                   std::string_view last_zone, const GpuType& last_gpu, int gpus_per_node);
+
 struct PipelineTime {
   double iter_seconds = 0;
   double pipeline_seconds = 0;  // warm-up + steady + cool-down
   double sync_seconds = 0;      // DP all-reduce + update (slowest stage)
 };
 
+// sync = max_s (dp_sync_s + tied_sync_s + update_s).
 // fill = sum_s (f_s + b_s + 2 p2p_s): one micro-batch forward through every stage and back;
 // steady state (m - 1) x max_s cycle_s, cycle_s = f_s + b_s + 2 p2p_(s-1) + 2 p2p_s: Megatron
 // synchronises after every send/receive, so a stage cannot compute while the activations or

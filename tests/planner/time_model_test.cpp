@@ -50,6 +50,34 @@ TEST(TimeModel, BandwidthFitsAreOverLog2MegabytesWithinTheMeasuredRange) {
   EXPECT_DOUBLE_EQ(n.bandwidth_bytes_per_s(fp::LinkKind::kIntraNode, "G", 2, 8e6), 2e9);
 }
 
+// Tied word embeddings: with PP > 1 the first and last stage all-reduce the fp32 embedding
+// gradient (one vocab shard per TP rank) every iteration; untied models and PP 1 do not.
+TEST(TimeModel, TiedEmbeddingAllReduceBetweenFirstAndLastStage) {
+  auto m = *fp::find_preset("gpt-neo-2.7b");  // tied, vocab 50257, hidden 2560
+  const auto catalog = fp::builtin_gpu_catalog();  // A100-40: 4 GPUs per node
+  fp::ComputeModel compute;
+  const fp::NetworkModel net = fp::default_network_model();  // 12.5 GB/s per node, 20 us
+  const fp::EvalContext ctx{&catalog, &compute, &net};
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 4;
+  const int half = m.num_blocks() / 2;
+  plan.stages = {{0, half, 4, {{"A100-40", "z", 4}}}, {half, m.num_blocks(), 4, {{"A100-40", "z", 4}}}};
+  // 4 B x 50257 x 2560 / 4 = 128,657,920 B per rank; two participants: 2 x half of it, at the
+  // node's 12.5 GB/s shared by its 4 ranks.
+  const double expected = 2.0 * (20e-6 + 64328960.0 / (12.5e9 / 4));
+  const auto ev = fp::evaluate(plan, m, ctx);
+  EXPECT_NEAR(ev.stages[0].timing.tied_sync_s, expected, 1e-12);
+  EXPECT_NEAR(ev.stages[1].timing.tied_sync_s, expected, 1e-12);
+  const double update = std::max(ev.stages[0].timing.update_s, ev.stages[1].timing.update_s);
+  EXPECT_NEAR(ev.sync_seconds, expected + update, 1e-9);
+  m.tied_embeddings = false;
+  EXPECT_EQ(fp::evaluate(plan, m, ctx).stages[0].timing.tied_sync_s, 0.0);
+  m.tied_embeddings = true;
+  plan.stages = {{0, m.num_blocks(), 4, {{"A100-40", "z", 4}}}};
+  EXPECT_EQ(fp::evaluate(plan, m, ctx).stages[0].timing.tied_sync_s, 0.0);
+}
+
 TEST(TimeModel, RingAllReduceAndLinks) {
   fp::NetworkModel n = fp::default_network_model();
   n.latency_s = 0;
