@@ -85,9 +85,17 @@ class Enumerator {
     ++result_.stats.plans_considered;
     Plan plan;
     if (!materialize_plan(request_, pools_, configs_, choices_, mbs_, dp_, plan).empty()) return;
-    const std::string signature = describe_plan(plan);
+    offer(std::move(plan));
+    // A tied model's last stage beside stage 0 (search_space.h: Placement), when that differs.
+    if (tied_placement_differs(request_, pools_, configs_, choices_) &&
+        materialize_plan(request_, pools_, configs_, choices_, mbs_, dp_, plan, Placement::kLastBesideFirst).empty())
+      offer(std::move(plan));
+  }
+
+  void offer(Plan plan) {
+    const std::string signature = plan_signature(plan);
     for (const RankedPlan& kept : result_.plans)  // a mixed pool can rebuild a pure plan
-      if (describe_plan(kept.plan) == signature) return;
+      if (plan_signature(kept.plan) == signature) return;
     Evaluation evaluation = evaluate(plan, request_.model, context_);
     if (auto bad = violation(request_, plan, evaluation)) {
       ++result_.rejection_counts[bad->kind];

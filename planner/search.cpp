@@ -50,7 +50,7 @@ class Collector {
   // Returns true when the plan is feasible and was kept.
   bool offer(Plan plan, const EvalContext& context) {
     const std::string signature = describe_plan(plan);
-    if (!offered_.insert(signature).second) return false;
+    if (!offered_.insert(plan_signature(plan)).second) return false;
     ++result_.stats.evaluations;
     Evaluation evaluation = evaluate(plan, request_.model, context);
     if (auto bad = violation(request_, plan, evaluation)) {
@@ -422,7 +422,16 @@ class Searcher {
         continue;
       }
       ++evaluated;
+      // A tied model's last stage beside stage 0 (search_space.h: Placement), when that differs.
+      const std::vector<StageConfig>& configs = config_sets_[pending.config_set];
+      Plan beside;
+      const bool try_beside =
+          tied_placement_differs(request_, pools_, configs, pending.choices) &&
+          materialize_plan(request_, pools_, configs, pending.choices, pending.mbs, pending.dp, beside,
+                           Placement::kLastBesideFirst).empty() &&
+          plan_signature(beside) != plan_signature(plan);
       collector_.offer(std::move(plan), context_);
+      if (try_beside) collector_.offer(std::move(beside), context_);
     }
   }
 

@@ -176,7 +176,8 @@ std::vector<int> dp_degrees(const SearchRequest& request, int micro_batch_size, 
 }
 
 std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
-                                const std::vector<StageChoice>& choices, int dp) {
+                                const std::vector<StageChoice>& choices, int dp, Placement placement) {
+  const bool beside_first = placement == Placement::kLastBesideFirst && choices.size() > 1;
   const auto region_name = [&](std::size_t i, int r) -> const std::string& {
     const SearchPool& pool = pools[configs[choices[i].config].pool];
     return pool.regions.empty() ? pool.region : pool.regions[static_cast<std::size_t>(r)];
@@ -196,7 +197,9 @@ std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std:
         continue;
       }
       int chosen = -1;
-      for (std::size_t n : {i - 1, i + 1}) {  // i - 1 wraps past the end when i == 0
+      // i - 1 wraps past the end when i == 0; kLastBesideFirst: the last stage looks at stage 0 first.
+      const std::size_t last = choices.size() - 1;
+      for (std::size_t n : {beside_first && i == last ? std::size_t{0} : i - 1, i - 1, i + 1}) {
         if (n >= choices.size() || region[n] < 0 || chosen >= 0) continue;
         for (std::size_t r = 0; r < left.size() && chosen < 0; ++r)
           if (left[r] >= config.tp && pools[config.pool].regions[r] == region_name(n, region[n]))
@@ -212,6 +215,7 @@ std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std:
   };
   std::vector<std::size_t> order(choices.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (beside_first && order.size() > 2) std::rotate(order.begin() + 1, order.end() - 1, order.end());
   std::vector<int> region;
   if (attempt(order, region)) return region;
   // Largest TP first: with power-of-two TP degrees this fits whenever regions_hold() does.
@@ -244,16 +248,23 @@ std::vector<std::size_t> stage_first_zones(const std::vector<SearchPool>& pools,
 namespace {
 // The replicas of one stage: D TP groups, each in the first zone (of `region`, when the pool is
 // grouped across regions) with room; false, and `left` untouched, when they do not fit.
+// `preferred_zone` (may be empty) is tried before the pool's own zone order.
 bool place_replicas(const SearchPool& pool, int region, int tp, int dp, std::vector<int>& left,
-                    std::vector<Replica>& replicas) {
+                    std::vector<Replica>& replicas, std::string_view preferred_zone = {}) {
+  std::vector<std::size_t> order;
+  for (std::size_t z = 0; z < pool.zones.size(); ++z)
+    if (pool.zones[z].first == preferred_zone) order.push_back(z);
+  for (std::size_t z = 0; z < pool.zones.size(); ++z)
+    if (pool.zones[z].first != preferred_zone) order.push_back(z);
   std::vector<int> trial = left;
   replicas.clear();
-  std::size_t z = 0;
+  std::size_t k = 0;
   for (int d = 0; d < dp; ++d) {
-    while (z < pool.zones.size() &&
-           (trial[z] < tp || (!pool.zone_region.empty() && pool.zone_region[z] != region)))
-      ++z;
-    if (z == pool.zones.size()) return false;
+    while (k < order.size() &&
+           (trial[order[k]] < tp || (!pool.zone_region.empty() && pool.zone_region[order[k]] != region)))
+      ++k;
+    if (k == order.size()) return false;
+    const std::size_t z = order[k];
     trial[z] -= tp;
     replicas.push_back({pool.zone_gpu_types.empty() ? pool.gpu_type : pool.zone_gpu_types[z], pool.zones[z].first, 0});
   }
@@ -265,7 +276,7 @@ bool place_replicas(const SearchPool& pool, int region, int tp, int dp, std::vec
 std::string materialize_plan(const SearchRequest& request, const std::vector<SearchPool>& pools,
                              const std::vector<StageConfig>& configs,
                              const std::vector<StageChoice>& choices, int micro_batch_size,
-                             int dp, Plan& plan) {
+                             int dp, Plan& plan, Placement placement) {
   plan = Plan{};
   plan.micro_batch_size = micro_batch_size;
   plan.global_batch_size = request.global_batch_size;
@@ -275,20 +286,35 @@ std::string materialize_plan(const SearchRequest& request, const std::vector<Sea
     for (const auto& [zone, gpus] : pools[k].zones) zone_left[k].push_back(gpus);
   }
   // H5: each stage's D replicas in one region (assign_regions()); one-region pools: their own.
-  const std::vector<int> region = assign_regions(pools, configs, choices, dp);
-  for (std::size_t i = 0; i < choices.size(); ++i) {
+  const std::vector<int> region = assign_regions(pools, configs, choices, dp, placement);
+  const std::size_t n = choices.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  if (placement == Placement::kLastBesideFirst && n > 2) std::rotate(order.begin() + 1, order.end() - 1, order.end());
+  plan.stages.assign(n, Stage{});
+  for (std::size_t i : order) {
     const StageConfig& config = configs[choices[i].config];
     const SearchPool& pool = pools[config.pool];
-    Stage stage;
+    Stage& stage = plan.stages[i];
     stage.first_block = choices[i].first_block;
     stage.last_block = choices[i].last_block;
     stage.tp = config.tp;
-    if (region.empty() || !place_replicas(pool, region[i], config.tp, dp, zone_left[config.pool], stage.replicas))
+    const bool beside_first = placement == Placement::kLastBesideFirst && i + 1 == n && n > 1;
+    const std::string_view preferred = beside_first ? std::string_view(plan.stages[0].replicas.front().zone) : "";
+    if (region.empty() ||
+        !place_replicas(pool, region[i], config.tp, dp, zone_left[config.pool], stage.replicas, preferred)) {
+      std::erase_if(plan.stages, [](const Stage& placed) { return placed.replicas.empty(); });
       return "not enough " + pool.gpu_type + " in " + (pool.regions.empty() ? "" : "any one region of ") +
              pool.region + " for TP " + std::to_string(config.tp) + " x " + std::to_string(dp) + " replicas";
-    plan.stages.push_back(std::move(stage));
+    }
   }
   return "";
+}
+
+bool tied_placement_differs(const SearchRequest& request, const std::vector<SearchPool>& pools,
+                            const std::vector<StageConfig>& configs, const std::vector<StageChoice>& choices) {
+  return request.model.tied_embeddings && choices.size() > 1 &&
+         pools[configs[choices.back().config].pool].zones.size() > 1;
 }
 
 bool regions_hold(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
@@ -389,6 +415,15 @@ std::string describe_plan(const Plan& plan) {
       if (kinds.size() > 1) text += " x" + std::to_string(kinds[k].second);
     }
     text += " x" + std::to_string(stage.num_blocks()) + "b";
+  }
+  return text;
+}
+
+std::string plan_signature(const Plan& plan) {
+  std::string text = describe_plan(plan) + " @";
+  for (const Stage& stage : plan.stages) {
+    text += " |";
+    for (const Replica& replica : stage.replicas) text += " " + replica.zone;
   }
   return text;
 }

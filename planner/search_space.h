@@ -86,11 +86,24 @@ std::vector<StageConfig> stage_configs(const SearchRequest& request,
 std::vector<int> micro_batch_sizes(const SearchRequest& request);
 std::vector<int> dp_degrees(const SearchRequest& request, int micro_batch_size, int max_gpus);
 
+// How stages that share a multi-zone pool take its zones. kPipelineOrder: in pipeline order,
+// each stage in the first zone with room. kLastBesideFirst: the last stage is placed right
+// after stage 0, preferring stage 0's zone, so a tied model's embedding all-reduce between
+// them (time_model.h) can stay within a zone; the stages between come after. Which one is
+// faster depends on the model (one all-reduce per iteration against two p2p per micro-batch),
+// so the search and the oracle evaluate both (tied_placement_differs() says when it matters).
+enum class Placement { kPipelineOrder, kLastBesideFirst };
+
 // "" and fills `plan`, or one line why the choices cannot be placed on the pools' zones.
 std::string materialize_plan(const SearchRequest& request, const std::vector<SearchPool>& pools,
                              const std::vector<StageConfig>& configs,
                              const std::vector<StageChoice>& choices, int micro_batch_size,
-                             int dp, Plan& plan);
+                             int dp, Plan& plan, Placement placement = Placement::kPipelineOrder);
+
+// Whether kLastBesideFirst can give another plan than kPipelineOrder: a tied model, more than
+// one stage, and the last stage's pool has more than one zone.
+bool tied_placement_differs(const SearchRequest& request, const std::vector<SearchPool>& pools,
+                            const std::vector<StageConfig>& configs, const std::vector<StageChoice>& choices);
 
 // Whether the stages' replicas fit their pools' regions, each stage in one region (only pools
 // grouped across regions can fail it; exact for power-of-two TP degrees). A stage-DP candidate
@@ -102,9 +115,11 @@ bool regions_hold(const std::vector<SearchPool>& pools, const std::vector<StageC
 // stage's D replicas in one region: pipeline order first, each stage in a placed neighbour's
 // region when that has room (no cross-region p2p), else the first with room; if that fails,
 // largest TP first (fits whenever regions_hold() does). Empty: no assignment fits.
-// materialize_plan() and the proxy (stage_first_zones()) both use it.
+// materialize_plan() and the proxy (stage_first_zones()) both use it. kLastBesideFirst places
+// the last stage right after stage 0 and in stage 0's region when that has room.
 std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
-                                const std::vector<StageChoice>& choices, int dp);
+                                const std::vector<StageChoice>& choices, int dp,
+                                Placement placement = Placement::kPipelineOrder);
 
 // Per stage, the index (into its pool's zones) of the first zone materialize_plan() would put its
 // replicas in, by region only (0 for one-region pools): the proxy's view of where a stage runs.
@@ -133,5 +148,8 @@ std::string fixed_digits(double value, int digits);
 
 // "mbs 2, D 16, 4 stages: A100-40 TP2 x3 | V100-16 TP4" (one line).
 std::string describe_plan(const Plan& plan);
+// describe_plan() plus every stage's replica zones: two plans of the same shapes placed in
+// different zones (Placement) are different plans.
+std::string plan_signature(const Plan& plan);
 
 }  // namespace flotilla::planner

@@ -328,6 +328,42 @@ TEST(SearchTest, GroupedRegionsHoldWholeTpGroupsPerRegion) {
     for (const Replica& replica : stage.replicas) EXPECT_EQ(replica.zone, stage.replicas.front().zone);
 }
 
+// A tied model's last stage can sit beside stage 0 (one embedding all-reduce per iteration in
+// one zone) instead of in pipeline order; the search and the oracle try both placements.
+TEST(SearchTest, LastStageBesideFirstForTiedEmbeddings) {
+  World world;
+  const SearchRequest request = request_for(small_neo(), 8,
+                                            {pool("A100-40", 4, 4, "zone-a"), pool("A100-40", 4, 4, "zone-b"),
+                                             pool("V100-16", 4, 4, "zone-b")});
+  // As the search sees them: zone-a and zone-b (two regions) grouped into one A100-40 pool.
+  const std::vector<SearchPool> pools = group_pools_across_regions(request, merged_pools(request, world.catalog));
+  ASSERT_EQ(pools.size(), 2u);
+  int a100 = -1, v100 = -1;
+  for (int k = 0; k < static_cast<int>(pools.size()); ++k) (pools[k].gpu_type == "A100-40" ? a100 : v100) = k;
+  ASSERT_GE(a100, 0);
+  ASSERT_GE(v100, 0);
+  const std::vector<StageConfig> configs = {{v100, 4}, {a100, 4}};
+  const std::vector<StageChoice> choices = {{0, 2, 0}, {2, 4, 1}, {4, 6, 1}};
+  ASSERT_TRUE(tied_placement_differs(request, pools, configs, choices));
+  Plan in_order, beside;
+  ASSERT_EQ(materialize_plan(request, pools, configs, choices, 1, 1, in_order), "");
+  ASSERT_EQ(materialize_plan(request, pools, configs, choices, 1, 1, beside, Placement::kLastBesideFirst), "");
+  EXPECT_EQ(beside.stages[0].replicas[0].zone, "zone-b");
+  EXPECT_EQ(beside.stages[2].replicas[0].zone, "zone-b");  // beside stage 0
+  EXPECT_EQ(beside.stages[1].replicas[0].zone, "zone-a");
+  EXPECT_NE(plan_signature(in_order), plan_signature(beside));
+  EXPECT_EQ(describe_plan(in_order), describe_plan(beside));  // same shapes, other zones
+  // The tied all-reduce stays in zone-b: cheaper than across zones.
+  const EvalContext context = world.context();
+  EXPECT_LT(evaluate(beside, request.model, context).stages[2].timing.tied_sync_s,
+            evaluate(in_order, request.model, context).stages[2].timing.tied_sync_s);
+  ModelSpec untied = request.model;
+  untied.tied_embeddings = false;
+  SearchRequest untied_request = request;
+  untied_request.model = untied;
+  EXPECT_FALSE(tied_placement_differs(untied_request, pools, configs, choices));
+}
+
 // Grouping is a change of representation, not of the space: on small multi-region clusters the
 // grouped search equals the per-(type, region) search and the oracle (which never groups), and
 // every stage of its plans stays in one region.
