@@ -164,10 +164,18 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     }
     // Refine the links pair by pair (GPU types and zones of the two ends), with Sailor's
     // multizone fits where they exist; stage_timing() only knows the link kind.
-    const auto senders = [&](int r) {
+    const auto per_node = [&](int r) {
       const Replica& rep = st.replicas[static_cast<std::size_t>(r)];
-      const int per_node = rep.gpus_per_node > 0 ? rep.gpus_per_node : sg[static_cast<std::size_t>(r)]->gpus_per_node;
-      return std::max(1, std::min(st.replica_tp(r), per_node));
+      return rep.gpus_per_node > 0 ? rep.gpus_per_node : sg[static_cast<std::size_t>(r)]->gpus_per_node;
+    };
+    // DP ring: each TP rank's ring crosses the node's link, so its tp ranks share it.
+    const auto senders = [&](int r) { return std::max(1, std::min(st.replica_tp(r), per_node(r))); };
+    // p2p: every replica of this type and zone sends in the same 1F1B step (p2p_senders_per_node()).
+    const auto p2p_senders = [&](int r) {
+      const Replica& rep = st.replicas[static_cast<std::size_t>(r)];
+      int here = 0;
+      for (const Replica& other : st.replicas) here += other.gpu_type == rep.gpu_type && other.zone == rep.zone;
+      return p2p_senders_per_node(st.replica_tp(r), here, per_node(r));
     };
     if (s + 1 < p) {
       const Stage& nx = plan.stages[static_cast<std::size_t>(s + 1)];
@@ -177,7 +185,7 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
         const double bytes = p2p_bytes_per_rank(model, plan.micro_batch_size, st.replica_tp(r));
         const double bw = ctx.network->pair_bandwidth_bytes_per_s(
             st.replicas[static_cast<std::size_t>(r)].zone, *sg[static_cast<std::size_t>(r)],
-            nx.replicas[static_cast<std::size_t>(r)].zone, *ng[static_cast<std::size_t>(r)], senders(r), bytes);
+            nx.replicas[static_cast<std::size_t>(r)].zone, *ng[static_cast<std::size_t>(r)], p2p_senders(r), bytes);
         const double hop = ctx.network->latency_s + bytes / bw;
         worst = std::max(worst, hop);
         per_pipeline[static_cast<std::size_t>(r)].push_back({0, 0, hop, 0, 0});

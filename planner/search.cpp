@@ -170,7 +170,7 @@ class Searcher {
     std::vector<double> p2p_cycle;
     for (const StageConfig& config : configs) {
       prefix.push_back(timer.cycle_prefix(config));
-      p2p_cycle.push_back(timer.p2p_cycle(config));
+      p2p_cycle.push_back(timer.p2p_cycle(config, dp));
     }
     const int m = request_.global_batch_size / (mbs * dp);
     StageDpInput input;
@@ -585,13 +585,17 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
   if (order.size() > kMaxMixedPasses) order.resize(kMaxMixedPasses);
   for (const auto& [priority, index] : order) {
     const std::vector<SearchPool>& pools = sets[index];
-    // Around the best one-type plan only: its micro-batch size, its D and twice its D (the
-    // replicas a run-out type could not add). The full space when nothing was found.
+    // Around the best one-type plan only: its micro-batch size, its D, twice and four times
+    // its D (the replicas a run-out type could not add). Four times: the mixed optimum can be
+    // a shallower pipeline at a larger D than the one-type best (SearchTest's 6 A100-40 +
+    // 2 A100-80: D 1 x 3 stages one-type, D 4 x 1 stage mixed, once p2p charges every replica
+    // sending from a node). Every D up to the pool's size cost 25-30 % more DP runs at 14,336
+    // GPUs for the same plans. The full space when nothing was found.
     SearchRequest around = request;
     if (!result.plans.empty()) {
       const Plan& best = result.plans.front().plan;
       around.options.micro_batch_sizes = {best.micro_batch_size};
-      around.options.dp_degrees = {best.dp(), 2 * best.dp()};
+      around.options.dp_degrees = {best.dp(), 2 * best.dp(), 4 * best.dp()};
     }
     SearchResult more;
     Searcher(around, context, more, &pools, known_best, beamed_dp).run();

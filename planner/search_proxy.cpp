@@ -49,16 +49,18 @@ ProxyTimer::Table& ProxyTimer::table(const StageConfig& config) {
   return tables_.emplace(key, std::move(t)).first->second;
 }
 
-double ProxyTimer::p2p_seconds(const StageConfig& config, LinkKind link) {
+double ProxyTimer::p2p_seconds(const StageConfig& config, LinkKind link, int dp) {
   Table& t = table(config);
-  double& cached = t.p2p_s[static_cast<int>(link)];
+  auto [it, added] = t.p2p_s.try_emplace(dp);
+  if (added) it->second.fill(-1);
+  double& cached = it->second[static_cast<int>(link)];
   if (cached < 0) {
     const SearchPool& pool = pools_[config.pool];
     Stage stage;
     stage.tp = config.tp;
     stage.first_block = 1;  // any block but the head sends activations on
     stage.last_block = 2;
-    stage.replicas = {Replica{pool.gpu_type, pool.zones.front().first, 0}};
+    stage.replicas.assign(static_cast<std::size_t>(std::max(1, dp)), Replica{pool.gpu_type, pool.zones.front().first, 0});
     cached = stage_timing(request_.model, stage, {pool.gpu}, mbs_, request_.training,
                           *context_.compute, *context_.network, link, LinkKind::kInterNode)
                  .p2p_s;
@@ -70,8 +72,8 @@ const std::vector<double>& ProxyTimer::cycle_prefix(const StageConfig& config) {
   return table(config).cycle;
 }
 
-double ProxyTimer::p2p_cycle(const StageConfig& config) {
-  return 2.0 * p2p_seconds(config, LinkKind::kInterNode);
+double ProxyTimer::p2p_cycle(const StageConfig& config, int dp) {
+  return 2.0 * p2p_seconds(config, LinkKind::kInterNode, dp);
 }
 
 double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int last, int dp,
@@ -126,7 +128,7 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
       const SearchPool& next = pools_[configs[choices[i + 1].config].pool];
       const LinkKind link = std::max(LinkKind::kInterNode,
                                      context_.network->link_between(zone, next.zones[first_zone[i + 1]].first, false));
-      timing.p2p_s = p2p_seconds(config, link);
+      timing.p2p_s = p2p_seconds(config, link, dp);
     }
     // As evaluate() composes it: intra-node when all replicas fit one node of one zone, else
     // the link between neighbouring replicas' zones.

@@ -11,6 +11,7 @@
 //   approximated (first zone of each pool); evaluate() stays the judge of every returned plan.
 #pragma once
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -36,15 +37,16 @@ class ProxyTimer {
   // Prefix sums over blocks of forward + backward seconds (recompute included) of one
   // micro-batch, and 2 x p2p seconds over an inter-node link, for a (pool, TP) pair.
   const std::vector<double>& cycle_prefix(const StageConfig& config);
-  double p2p_cycle(const StageConfig& config);
+  // `dp` replicas of the stage send at once (p2p_senders_per_node()).
+  double p2p_cycle(const StageConfig& config, int dp);
 
  private:
   struct Table {
     std::vector<double> forward, backward, update, cycle;  // prefix sums, blocks + 1
-    double p2p_s[4] = {-1, -1, -1, -1};                   // by LinkKind, lazily
+    std::map<int, std::array<double, 4>> p2p_s;           // by D, then LinkKind, lazily
   };
   Table& table(const StageConfig& config);
-  double p2p_seconds(const StageConfig& config, LinkKind link);
+  double p2p_seconds(const StageConfig& config, LinkKind link, int dp);
   double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
 
   double tied_sync_seconds(const StageConfig& first, std::size_t first_zone, const StageConfig& last,

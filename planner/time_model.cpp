@@ -10,6 +10,10 @@ double p2p_bytes_per_rank(const ModelSpec& model, int micro_batch_size, int tp) 
   return 2.0 * model.seq_len * static_cast<double>(micro_batch_size) * model.hidden / std::max(1, tp);
 }
 
+int p2p_senders_per_node(int tp, int replicas_here, int gpus_per_node) {
+  return std::max(1, std::min(std::max(1, tp) * std::max(1, replicas_here), gpus_per_node));
+}
+
 StageTiming stage_timing(const ModelSpec& model, const Stage& stage, const std::vector<const GpuType*>& replica_gpus,
                          int micro_batch_size, const TrainingOptions& options, const ComputeModel& compute,
                          const NetworkModel& network, LinkKind link_to_next, LinkKind dp_link) {
@@ -32,7 +36,7 @@ StageTiming stage_timing(const ModelSpec& model, const Stage& stage, const std::
   const int gpus_per_node = std::max(1, std::min(stage.tp, slowest->gpus_per_node));
   if (stage.last_block <= model.num_layers + 1) {  // not the last stage: send activations on
     t.p2p_s = network.p2p_seconds(p2p_bytes_per_rank(model, micro_batch_size, stage.tp), link_to_next, *slowest,
-                                  gpus_per_node);
+                                  p2p_senders_per_node(stage.tp, stage.dp(), slowest->gpus_per_node));
   }
   // Gradients are reduced in fp32 (Megatron's main grads); ZeRO-1/2 reduce-scatter + all-gather
   // moves the same bytes as an all-reduce.

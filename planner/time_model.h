@@ -33,6 +33,12 @@ namespace flotilla::planner {
 // tp ranks of a node together move one copy of the tensor, not tp copies.
 double p2p_bytes_per_rank(const ModelSpec& model, int micro_batch_size, int tp);
 
+// Ranks of one node that send to the next stage at once: Megatron orders ranks TP, then DP, so
+// a stage's `replicas_here` replicas of one GPU type and zone fill nodes contiguously, and
+// every pipeline sends in the same 1F1B step: min(GPUs per node, tp x replicas_here) share
+// the node's link. (TP 1 x DP 8 on an 8-GPU node: 8 senders, not 1.)
+int p2p_senders_per_node(int tp, int replicas_here, int gpus_per_node);
+
 struct StageTiming {
   double forward_s = 0;   // one micro-batch, slowest replica
   double backward_s = 0;  // one micro-batch, slowest replica (incl. recompute)

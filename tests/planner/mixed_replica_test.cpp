@@ -190,6 +190,31 @@ TEST(MixedReplicas, PipelineSendOverAFittedLinkIsSplitOverTheTpRanks) {
   EXPECT_NEAR(ev.pipeline_seconds, c0 + 36e-3 + 3 * std::max(c0, c1), 1e-12);
 }
 
+TEST(MixedReplicas, EveryReplicaOnANodeSharesItsLinkForPipelineSends) {
+  Fixture f;
+  fp::ComputeModel compute(&f.profiles);
+  // Four TP-1 replicas per stage, one type per stage, one zone: Megatron puts them on one
+  // 4-GPU node each (ranks ordered TP, DP), and all four pipelines send in the same 1F1B step.
+  // The node-to-node fit for 4 GPUs sending at once is flat at 0.5 GB/s (node total).
+  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 4, "za", "V100-16", 4)] = {{0, 0, 0.5}, 100e9};
+  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 8;
+  const std::vector<fp::Replica> a100(4, {"A100-40", "za", 4});
+  const std::vector<fp::Replica> v100(4, {"V100-16", "za", 4});
+  plan.stages = {{0, 3, 1, a100}, {3, f.model.num_blocks(), 1, v100}};
+  const fp::Evaluation ev = fp::evaluate(plan, f.model, ctx);
+  ASSERT_TRUE(ev.feasible()) << ev.infeasible->message;
+  // Each rank sends the whole activation tensor (TP 1) at a quarter of the node's 0.5 GB/s.
+  const double activations = 2.0 * f.model.seq_len * 1 * f.model.hidden;
+  EXPECT_NEAR(ev.stages[0].timing.p2p_s, activations / (0.5e9 / 4), 1e-12);
+  EXPECT_EQ(fp::p2p_senders_per_node(1, 4, 4), 4);
+  EXPECT_EQ(fp::p2p_senders_per_node(2, 8, 8), 8);  // capped by the node
+  EXPECT_EQ(fp::p2p_senders_per_node(8, 1, 8), 8);
+  EXPECT_EQ(fp::p2p_senders_per_node(2, 1, 8), 2);
+}
+
 TEST(MixedReplicas, SailorPlanWithReplicasOfDifferentTpParses) {
   const char* json = R"({"mbs": 1, "gbs": 8, "pipeline_list": [{"num_stages": 1, "layers_per_stage": [[0,1,2,3,4,5]],
     "tmp_per_stage": [[ [[["A100-40", 1, "z"]], 1], [[["V100-16", 2, "z"]], 2] ]], "dp": [2]}]})";

@@ -37,7 +37,7 @@ struct DpSetup {
     ProxyTimer timer(request, context, pools, mbs);
     for (const StageConfig& config : configs) {
       prefix.push_back(timer.cycle_prefix(config));
-      p2p.push_back(timer.p2p_cycle(config));
+      p2p.push_back(timer.p2p_cycle(config, dp));
     }
     input.model = &request.model;
     input.training = &request.training;
