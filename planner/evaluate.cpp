@@ -16,6 +16,14 @@ std::string gb(std::int64_t bytes) {
   return buf;
 }
 
+// Replicas of `stage` with the GPU type and zone of `replica` (itself included): Megatron puts
+// them on nodes contiguously, and their pipelines send at once (p2p_senders_per_node()).
+int replicas_like(const Stage& stage, const Replica& replica) {
+  int here = 0;
+  for (const Replica& other : stage.replicas) here += other.gpu_type == replica.gpu_type && other.zone == replica.zone;
+  return here;
+}
+
 }  // namespace
 
 Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext& ctx) {
@@ -172,10 +180,8 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
     const auto senders = [&](int r) { return std::max(1, std::min(st.replica_tp(r), per_node(r))); };
     // p2p: every replica of this type and zone sends in the same 1F1B step (p2p_senders_per_node()).
     const auto p2p_senders = [&](int r) {
-      const Replica& rep = st.replicas[static_cast<std::size_t>(r)];
-      int here = 0;
-      for (const Replica& other : st.replicas) here += other.gpu_type == rep.gpu_type && other.zone == rep.zone;
-      return p2p_senders_per_node(st.replica_tp(r), here, per_node(r));
+      return p2p_senders_per_node(st.replica_tp(r), replicas_like(st, st.replicas[static_cast<std::size_t>(r)]),
+                                  per_node(r));
     };
     if (s + 1 < p) {
       const Stage& nx = plan.stages[static_cast<std::size_t>(s + 1)];
@@ -226,9 +232,10 @@ Evaluation evaluate(const Plan& plan, const ModelSpec& model, const EvalContext&
       const Replica& b = last.replicas[static_cast<std::size_t>(r)];
       const GpuType& ga = *gpus.front()[static_cast<std::size_t>(r)];
       const int per_node = a.gpus_per_node > 0 ? a.gpus_per_node : ga.gpus_per_node;
+      const int senders = p2p_senders_per_node(first.replica_tp(r), replicas_like(first, a), per_node);
       tied = std::max(tied, tied_embedding_sync_seconds(model, *ctx.network, p,
                                                         std::min(first.replica_tp(r), last.replica_tp(r)), a.zone, ga,
-                                                        b.zone, *gpus.back()[static_cast<std::size_t>(r)], per_node));
+                                                        b.zone, *gpus.back()[static_cast<std::size_t>(r)], senders));
     }
     for (std::size_t s : {std::size_t{0}, static_cast<std::size_t>(p - 1)}) {
       timings[s].tied_sync_s = tied;

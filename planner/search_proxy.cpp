@@ -93,16 +93,18 @@ double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int las
 }
 
 double ProxyTimer::tied_sync_seconds(const StageConfig& first, std::size_t first_zone, const StageConfig& last,
-                                     std::size_t last_zone, int num_stages) {
-  const TiedKey key{first.pool, first.tp, static_cast<int>(first_zone), last.pool, last.tp, static_cast<int>(last_zone)};
+                                     std::size_t last_zone, int num_stages, int dp) {
+  const TiedKey key{first.pool, first.tp, static_cast<int>(first_zone), last.pool, last.tp, static_cast<int>(last_zone),
+                    dp};
   auto found = tied_.find(key);
   if (found != tied_.end()) return found->second;
-  // As evaluate(): the first stage's replica sets the senders per node, the smaller TP the shard.
+  // As evaluate(): stage 0's D replicas send at once, the smaller TP sets the shard.
   const SearchPool& a = pools_[first.pool];
   const SearchPool& b = pools_[last.pool];
   const double seconds = tied_embedding_sync_seconds(request_.model, *context_.network, num_stages,
                                                      std::min(first.tp, last.tp), a.zones[first_zone].first, *a.gpu,
-                                                     b.zones[last_zone].first, *b.gpu, a.gpu->gpus_per_node);
+                                                     b.zones[last_zone].first, *b.gpu,
+                                                     p2p_senders_per_node(first.tp, dp, a.gpu->gpus_per_node));
   tied_.emplace(key, seconds);
   return seconds;
 }
@@ -144,7 +146,8 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
   }
   if (choices.size() > 1) {
     const double tied = tied_sync_seconds(configs[choices.front().config], first_zone.front(),
-                                          configs[choices.back().config], first_zone.back(), static_cast<int>(choices.size()));
+                                          configs[choices.back().config], first_zone.back(), static_cast<int>(choices.size()),
+                                          dp);
     timings.front().tied_sync_s = tied;
     timings.back().tied_sync_s = tied;
   }

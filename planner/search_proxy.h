@@ -50,7 +50,7 @@ class ProxyTimer {
   double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
 
   double tied_sync_seconds(const StageConfig& first, std::size_t first_zone, const StageConfig& last,
-                           std::size_t last_zone, int num_stages);
+                           std::size_t last_zone, int num_stages, int dp);
 
   const SearchRequest& request_;
   const EvalContext& context_;
@@ -72,9 +72,9 @@ class ProxyTimer {
     }
   };
   std::unordered_map<SyncKey, double, SyncKeyHash> sync_;
-  // The tied-embedding all-reduce per (first pool, TP, zone; last pool, TP, zone); a handful per search.
+  // The tied-embedding all-reduce per (first pool, TP, zone; last pool, TP, zone; D); a handful per search.
   struct TiedKey {
-    int first_pool, first_tp, first_zone, last_pool, last_tp, last_zone;
+    int first_pool, first_tp, first_zone, last_pool, last_tp, last_zone, dp;
     auto operator<=>(const TiedKey&) const = default;
   };
   std::map<TiedKey, double> tied_;

@@ -47,14 +47,14 @@ StageTiming stage_timing(const ModelSpec& model, const Stage& stage, const std::
 
 double tied_embedding_sync_seconds(const ModelSpec& model, const NetworkModel& network, int num_stages, int tp,
                                    std::string_view first_zone, const GpuType& first_gpu,
-                                   std::string_view last_zone, const GpuType& last_gpu, int gpus_per_node) {
+                                   std::string_view last_zone, const GpuType& last_gpu, int senders_per_node) {
   if (!model.tied_embeddings || num_stages < 2) return 0;
   const int t = std::max(1, tp);
   const double bytes = 4.0 * static_cast<double>((head_matrix_params(model) + t - 1) / t);
   // Ring all-reduce of two: each rank sends and receives half the tensor, twice.
   const double chunk = bytes / 2;
-  const double bw = network.pair_bandwidth_bytes_per_s(first_zone, first_gpu, last_zone, last_gpu,
-                                                       std::max(1, std::min(t, gpus_per_node)), chunk);
+  const double bw =
+      network.pair_bandwidth_bytes_per_s(first_zone, first_gpu, last_zone, last_gpu, std::max(1, senders_per_node), chunk);
   return 2.0 * (network.latency_s + chunk / bw);
 }
 

@@ -60,11 +60,12 @@ StageTiming stage_timing(const ModelSpec& model, const Stage& stage,
 // gradient (one vocab shard per TP rank) after the DP all-reduce, before the optimizer step
 // (`_allreduce_embedding_grads`; Megatron's timer "backward-embedding-all-reduce": 5-7 ms on
 // stage 0 of the shared GH200 megatron-runs with PP > 1, 0.3 ms at PP 1). Two participants per
-// TP rank, min(tp, GPUs per node) ranks of a node at once, over the link between the two
-// stages' nodes (Sailor's pair fit where one exists). 0 for untied models and PP 1.
+// TP rank; every pipeline does it at once, so `senders_per_node` is p2p_senders_per_node() of
+// stage 0; over the link between the two stages' nodes (Sailor's pair fit where one exists).
+// 0 for untied models and PP 1.
 double tied_embedding_sync_seconds(const ModelSpec& model, const NetworkModel& network, int num_stages, int tp,
                                    std::string_view first_zone, const GpuType& first_gpu,
-                                   std::string_view last_zone, const GpuType& last_gpu, int gpus_per_node);
+                                   std::string_view last_zone, const GpuType& last_gpu, int senders_per_node);
 
 struct PipelineTime {
   double iter_seconds = 0;

@@ -71,6 +71,15 @@ TEST(TimeModel, TiedEmbeddingAllReduceBetweenFirstAndLastStage) {
   EXPECT_NEAR(ev.stages[1].timing.tied_sync_s, expected, 1e-12);
   const double update = std::max(ev.stages[0].timing.update_s, ev.stages[1].timing.update_s);
   EXPECT_NEAR(ev.sync_seconds, expected + update, 1e-9);
+  // TP 1 x DP 4 on a 4-GPU node: every pipeline's rank does it at once, 4 share the node link;
+  // each holds the whole vocabulary: 4 B x 50257 x 2560 = 514,631,680 B.
+  fp::Plan packed = plan;
+  packed.global_batch_size = 16;
+  packed.stages[0].tp = packed.stages[1].tp = 1;
+  packed.stages[0].replicas.assign(4, {"A100-40", "z", 4});
+  packed.stages[1].replicas.assign(4, {"A100-40", "z", 4});
+  EXPECT_NEAR(fp::evaluate(packed, m, ctx).stages[0].timing.tied_sync_s,
+              2.0 * (20e-6 + 257315840.0 / (12.5e9 / 4)), 1e-12);
   m.tied_embeddings = false;
   EXPECT_EQ(fp::evaluate(plan, m, ctx).stages[0].timing.tied_sync_s, 0.0);
   m.tied_embeddings = true;
