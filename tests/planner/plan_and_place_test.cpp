@@ -13,15 +13,6 @@
 namespace flotilla::planner {
 namespace {
 
-// A 4-layer Llama-2-7B slice: ~1.07 B parameters, ~19 GB of weights and optimizer state at
-// 18 B/parameter: more than one V100-16 holds, so it needs a pipeline there.
-ModelSpec small_llama() {
-  ModelSpec model = *find_preset("llama-2-7b");
-  model.name = "llama-2-7b-4l";
-  model.num_layers = 4;
-  return model;
-}
-
 ClusterNode node(std::string name, std::string gpu, int free_gpus, std::string zone = "z") {
   return ClusterNode{std::move(name), std::move(gpu), free_gpus, zone, zone};
 }
