@@ -39,6 +39,13 @@ inline bool helm_available() {
   return devcluster_test::run_command(flotilla::testing::tool_path("helm") + " version --short").exit_code == 0;
 }
 
+// Why a chart test skips, or "" when it must run: only a build without scripts/install-tools.sh
+// and without helm on PATH skips; once the tools are installed a broken helm fails the test.
+inline std::string helm_skip_reason() {
+  if (flotilla::testing::tools_installed() || helm_available()) return "";
+  return flotilla::testing::tool_missing_message("helm");
+}
+
 struct Rendered {
   int exit_code = -1;
   std::string errors;  // helm's stderr
