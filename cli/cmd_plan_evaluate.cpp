@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/command.h"
 #include "cli/plan_evaluate.h"
 #include "cli/text_file.h"
 #include "planner/evaluate.h"
@@ -20,10 +21,7 @@ constexpr const char* kUsage =
     "[--framework megatron|megatron-unfused-softmax|aceso-op-level] "
     "[--attention materialized|flash (default materialized, as in Sailor's runs)] [--json]";
 
-int bad(const std::string& line) {
-  std::fprintf(stderr, "flotilla plan evaluate: %s\n", line.c_str());
-  return 2;
-}
+int bad(const std::string& line) { return flotilla::cli::usage_error("flotilla plan evaluate", line); }
 
 nlohmann::json memory_json(const fp::MemoryBreakdown& m) {
   return {{"weights_bytes", m.weights_bytes},         {"grads_bytes", m.grads_bytes},
