@@ -19,6 +19,7 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "tests/common/corpus.h"
+#include "tests/common/sample_pod_plan.h"
 #include "tests/devcluster/devcluster_process.h"
 
 namespace flotilla::sidecar::testing {
@@ -92,21 +93,9 @@ class SidecarCluster : public ::testing::Test {
   // The job's plan for one pod; epoch 1, barrier lifted.
   PodPlan plan(int pp, std::vector<int> ranks, std::int64_t steps, std::string rendezvous_pod = "p0",
                std::int64_t epoch = 1) const {
-    PodPlan p;
-    p.job = "default/j";
-    p.epoch = epoch;
-    p.barrier = epoch;
-    p.model = "small";
+    PodPlan p = flotilla::testing::small_pipeline_plan("default/j", pp, epoch, steps, corpus_.string(),
+                                                       (dir_ / "ck").string());
     p.seed = 1234;
-    p.global_batch_size = 4;
-    p.micro_batch_size = 1;
-    p.virtual_shards = 1;
-    p.train_steps = steps;
-    p.world_size = pp;
-    p.pp = pp;
-    p.dp = 1;
-    p.data_path = corpus_.string();
-    p.checkpoint_dir = (dir_ / "ck").string();
     p.checkpoint_every_steps = 2;
     p.loss_log = (dir_ / "loss.txt").string();
     p.ranks = std::move(ranks);
