@@ -18,6 +18,16 @@
 #include "simulator/simulator.h"
 #include "simulator/trace_loader.h"
 
+// The JSON of --json names every metric by its field, so the key list cannot drift from
+// the struct (found by ADL, hence in the struct's namespace).
+namespace flotilla::simulator {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SimMetrics, jobs, elastic_jobs, skipped_jobs, unfinished_jobs, elastic_jct_mean_s,
+                                   elastic_jct_p50_s, elastic_jct_p99_s, nonelastic_queue_mean_s,
+                                   nonelastic_queue_p50_s, nonelastic_queue_p99_s, gpu_utilization, scaling_events,
+                                   scale_ups, preemption_shrinks, preemptions_aborted, node_loss_shrinks, requeues,
+                                   benefit_checks_passed, benefit_checks_refused, overhead_gpu_hours, makespan_s)
+}  // namespace flotilla::simulator
+
 namespace {
 
 using namespace flotilla::scaler;
@@ -54,30 +64,6 @@ bool parse_node_event(const std::string& s, bool join, NodeEvent& e) {
     return false;
   e = {t, static_cast<int>(idx), join};
   return true;
-}
-
-nlohmann::json metrics_json(const SimMetrics& m) {
-  return {{"jobs", m.jobs},
-          {"elastic_jobs", m.elastic_jobs},
-          {"skipped_jobs", m.skipped_jobs},
-          {"unfinished_jobs", m.unfinished_jobs},
-          {"elastic_jct_mean_s", m.elastic_jct_mean_s},
-          {"elastic_jct_p50_s", m.elastic_jct_p50_s},
-          {"elastic_jct_p99_s", m.elastic_jct_p99_s},
-          {"nonelastic_queue_mean_s", m.nonelastic_queue_mean_s},
-          {"nonelastic_queue_p50_s", m.nonelastic_queue_p50_s},
-          {"nonelastic_queue_p99_s", m.nonelastic_queue_p99_s},
-          {"gpu_utilization", m.gpu_utilization},
-          {"scaling_events", m.scaling_events},
-          {"scale_ups", m.scale_ups},
-          {"preemption_shrinks", m.preemption_shrinks},
-          {"preemptions_aborted", m.preemptions_aborted},
-          {"node_loss_shrinks", m.node_loss_shrinks},
-          {"requeues", m.requeues},
-          {"benefit_checks_passed", m.benefit_checks_passed},
-          {"benefit_checks_refused", m.benefit_checks_refused},
-          {"overhead_gpu_hours", m.overhead_gpu_hours},
-          {"makespan_s", m.makespan_s}};
 }
 
 int run(const std::vector<std::string>& args) {
@@ -189,7 +175,7 @@ int run(const std::vector<std::string>& args) {
                         {"cluster_gpus", gpus},
                         {"gpu_types", types_json},
                         {"simulation_wall_s", wall_s},
-                        {"metrics", metrics_json(r.metrics)},
+                        {"metrics", r.metrics},
                         {"sample_decisions", r.sample_decisions},
                         {"invariant_violations", r.invariant_violations}};
     std::printf("%s\n", j.dump(2).c_str());
