@@ -28,6 +28,7 @@
 
 #include "kube/net/http_client.h"
 #include "process/spawn.h"
+#include "tests/common/read_text.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -36,12 +37,7 @@ using flotilla::kube::net::HttpClient;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::testing::read_text;
 
 double ms_since(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 

@@ -45,6 +45,7 @@
 #include "kube/yaml_json.h"
 #include "process/free_port.h"
 #include "process/spawn.h"
+#include "tests/common/read_text.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -57,12 +58,7 @@ namespace {
 
 const kube::Resource kTrainingJobs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::testing::read_text;
 
 double seconds_since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();

@@ -18,9 +18,10 @@
 #include <string>
 #include <thread>
 
-#include "process/poll_until.h"
 #include "kube/net/http_client.h"
+#include "process/poll_until.h"
 #include "process/spawn.h"
+#include "tests/common/read_text.h"
 #include "tests/common/tools.h"
 
 namespace devcluster_test {
@@ -29,12 +30,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-inline std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::testing::read_text;
 
 inline void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p);

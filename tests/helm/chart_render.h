@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/yaml_json.h"
+#include "tests/common/read_text.h"
 #include "tests/common/tools.h"
 #include "tests/devcluster/devcluster_process.h"
 
@@ -28,12 +29,7 @@ using Json = nlohmann::json;
 inline fs::path chart_dir() { return fs::path(FLOTILLA_SOURCE_DIR) / "helm/flotilla"; }
 inline fs::path values_dir() { return fs::path(FLOTILLA_SOURCE_DIR) / "tests/helm/values"; }
 
-inline std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::testing::read_text;
 
 inline bool helm_available() {
   return devcluster_test::run_command(flotilla::testing::tool_path("helm") + " version --short").exit_code == 0;

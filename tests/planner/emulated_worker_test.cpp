@@ -23,6 +23,7 @@
 #include "planner/plan_and_place.h"
 #include "process/free_port.h"
 #include "process/spawn.h"
+#include "tests/common/read_text.h"
 #include "tests/planner/stage_dp_setup.h"
 
 namespace {
@@ -76,12 +77,7 @@ struct Runs {
   }
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string slurp(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
 
 class EmulatedWorker : public ::testing::Test {
  protected:

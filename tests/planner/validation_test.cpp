@@ -27,18 +27,14 @@
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
 #include "planner/sailor_plan.h"
+#include "tests/common/read_text.h"
 
 namespace fp = flotilla::planner;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string slurp(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
 
 struct Stats {
   double sum_abs = 0;

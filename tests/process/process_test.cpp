@@ -11,15 +11,16 @@
 #include <system_error>
 #include <thread>
 
-#include "process/poll_until.h"
 #include "process/child.h"
 #include "process/fork_call.h"
 #include "process/group_signal.h"
 #include "process/job_lock.h"
+#include "process/poll_until.h"
 #include "process/proc_table.h"
 #include "process/process_group.h"
 #include "process/spawn.h"
 #include "process/stop_flag.h"
+#include "tests/common/read_text.h"
 #include "tests/process/lock_holder.h"
 
 namespace fs = std::filesystem;
@@ -35,12 +36,7 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
 
 // Exists and is not a zombie.
 bool alive(pid_t pid) {

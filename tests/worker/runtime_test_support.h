@@ -15,6 +15,7 @@
 
 #include "process/spawn.h"
 #include "tests/common/corpus.h"
+#include "tests/common/read_text.h"
 
 namespace flotilla::worker::testing {
 
@@ -62,12 +63,7 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_file(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
 
 inline int count_lines(const std::filesystem::path& path) {
   std::string s = read_file(path);
