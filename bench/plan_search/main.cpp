@@ -67,6 +67,19 @@ double tokens(const fp::SearchResult& r) {
   return r.plans.empty() ? 0.0 : r.plans.front().evaluation.tokens_per_second;
 }
 
+// Today's search before issue 13, one GPU type per stage (no mixed-type stages), timed and
+// printed under the scenario's name as the first line, the baseline the search is read against.
+Timed timed_one_type_search(const char* scenario, const fp::SearchRequest& request, const fp::EvalContext& context,
+                            int repeats) {
+  fp::SearchRequest one_type_request = request;
+  one_type_request.options.mix_types_within_stage = false;
+  Timed one_type = timed_search(one_type_request, context, repeats);
+  std::printf("%s\n", scenario);
+  std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n", one_type.seconds,
+              tokens(one_type.result));
+  return one_type;
+}
+
 // Sailor's global batch (2048 sequences), one zone, the best plan only.
 fp::SearchRequest bench_request(fp::ModelSpec model, const std::vector<std::pair<const char*, int>>& gpus,
                                 const fp::GpuCatalog& catalog) {
@@ -188,13 +201,7 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
     exact_request.options.max_stage_dp_positions = 0;
     fp::SearchRequest old_request = exact_request;
     old_request.options.quadratic_stage_dp = true;
-    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
-    fp::SearchRequest one_type_request = request;
-    one_type_request.options.mix_types_within_stage = false;
-    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
-    std::printf("%s\n", scenario.name);
-    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
-                one_type.seconds, tokens(one_type.result));
+    const Timed one_type = timed_one_type_search(scenario.name, request, context, quick ? 1 : 3);
     std::printf("  search   %8.3f s  %10.1f tokens/s  %s  (%d layers per DP position, %lld states)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -354,13 +361,7 @@ int main(int argc, char** argv) {
     plain_request.options.heuristics = false;
     const bool run_plain = !skip_baseline && (index < 2 || !quick);
     const Timed plain = run_plain ? timed_search(plain_request, context, 1) : Timed{};
-    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
-    fp::SearchRequest one_type_request = request;
-    one_type_request.options.mix_types_within_stage = false;
-    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
-    std::printf("%s\n", scenario.name);
-    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
-                one_type.seconds, tokens(one_type.result));
+    const Timed one_type = timed_one_type_search(scenario.name, request, context, quick ? 1 : 3);
     std::printf("  search   %8.3f s  %10.0f tokens/s  %s  (%lld DP runs, %lld states, %lld evaluations)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
