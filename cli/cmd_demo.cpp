@@ -18,7 +18,7 @@
 #include "cli/demo_report.h"
 #include "cli/demo_scenario.h"
 #include "cli/local_cluster.h"
-#include "cli/text_file.h"
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/config.h"
 
@@ -118,7 +118,7 @@ int run_demo(const std::vector<std::string>& args) {
   report.observer = &observer;
   report.scenario = &scenario;
   report.measured = measure_plans((work / "state/data/pods").string(), "elastic");
-  report.elastic_loss_log = flotilla::cli::read_text_or_empty(work / "ckpt-elastic/loss.log");
+  report.elastic_loss_log = flotilla::read_text(work / "ckpt-elastic/loss.log");
   report.reference = run_reference(find_program("flotilla-worker", "worker"), work.string(), scenario.elastic_steps);
   report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::vector<std::string> failed = print_report(report);

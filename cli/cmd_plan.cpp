@@ -22,7 +22,7 @@
 
 #include "cli/command.h"
 #include "cli/plan_evaluate.h"
-#include "cli/text_file.h"
+#include "common/text_file.h"
 #include "launch/megatron.h"
 #include "planner/cluster.h"
 #include "planner/model_spec_io.h"
@@ -336,13 +336,15 @@ static int run_plan(const std::vector<std::string>& raw) {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!args.catalog.empty()) {
     std::string text;
-    if (!flotilla::cli::read_text_file(args.catalog, text)) return bad("cannot read GPU catalog file '" + args.catalog + "'");
+    if (!flotilla::read_text_file(args.catalog, text))
+      return bad("cannot read GPU catalog file '" + args.catalog + "'");
     auto c = fp::apply_catalog_override(std::move(catalog), text);
     if (!c) return bad(args.catalog + ": " + c.error());
     catalog = std::move(c.value());
   }
   std::string cluster_text;
-  if (!flotilla::cli::read_text_file(args.cluster, cluster_text)) return bad("cannot read cluster file '" + args.cluster + "'");
+  if (!flotilla::read_text_file(args.cluster, cluster_text))
+    return bad("cannot read cluster file '" + args.cluster + "'");
   auto cluster = fp::parse_cluster(cluster_text, catalog);
   if (!cluster) return bad(args.cluster + ": " + cluster.error());
   fp::ProfileSet profiles;

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/text_file.h"
 #include "common/progress_line.h"
+#include "common/text_file.h"
 #include "process/spawn.h"
 
 namespace flotilla::cli {
@@ -107,14 +107,14 @@ ReferenceRun run_reference(const std::string& worker_binary, const std::string& 
     const auto status = child.wait_for(300s);
     if (!status || !status->ok()) {
       if (!status) child.terminate(2000ms);
-      r.error = "the reference run failed: " + read_text_or_empty(dir / "worker.log");
+      r.error = "the reference run failed: " + read_text(dir / "worker.log");
       return r;
     }
   } catch (const std::exception& e) {
     r.error = std::string("cannot start the reference run: ") + e.what();
     return r;
   }
-  r.loss_log = read_text_or_empty(dir / "loss.log");
+  r.loss_log = read_text(dir / "loss.log");
   r.ok = true;
   return r;
 }

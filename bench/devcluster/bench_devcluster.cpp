@@ -26,9 +26,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/text_file.h"
 #include "kube/net/http_client.h"
 #include "process/spawn.h"
-#include "tests/common/read_text.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -37,7 +37,7 @@ using flotilla::kube::net::HttpClient;
 
 namespace {
 
-using flotilla::testing::read_text;
+using flotilla::read_text;
 
 double ms_since(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 

@@ -39,13 +39,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/net/http_client.h"
 #include "kube/yaml_json.h"
 #include "process/free_port.h"
 #include "process/spawn.h"
-#include "tests/common/read_text.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -58,7 +58,7 @@ namespace {
 
 const kube::Resource kTrainingJobs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
 
-using flotilla::testing::read_text;
+using flotilla::read_text;
 
 double seconds_since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();

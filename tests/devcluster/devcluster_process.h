@@ -18,10 +18,10 @@
 #include <string>
 #include <thread>
 
+#include "common/text_file.h"
 #include "kube/net/http_client.h"
 #include "process/poll_until.h"
 #include "process/spawn.h"
-#include "tests/common/read_text.h"
 #include "tests/common/tools.h"
 
 namespace devcluster_test {
@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-using flotilla::testing::read_text;
+using flotilla::read_text;
 
 inline void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p);

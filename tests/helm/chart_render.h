@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text_file.h"
 #include "kube/yaml_json.h"
-#include "tests/common/read_text.h"
 #include "tests/common/tools.h"
 #include "tests/devcluster/devcluster_process.h"
 
@@ -29,7 +29,7 @@ using Json = nlohmann::json;
 inline fs::path chart_dir() { return fs::path(FLOTILLA_SOURCE_DIR) / "helm/flotilla"; }
 inline fs::path values_dir() { return fs::path(FLOTILLA_SOURCE_DIR) / "tests/helm/values"; }
 
-using flotilla::testing::read_text;
+using flotilla::read_text;
 
 inline bool helm_available() {
   return devcluster_test::run_command(flotilla::testing::tool_path("helm") + " version --short").exit_code == 0;

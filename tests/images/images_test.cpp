@@ -27,8 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text_file.h"
 #include "process/spawn.h"
-#include "tests/common/read_text.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -98,7 +98,7 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-using flotilla::testing::read_text;
+using flotilla::read_text;
 
 // "KEY=value" lines of build/images/inputs.env (what CMake told the image scripts).
 std::map<std::string, std::string> build_inputs() {

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "common/progress_line.h"
+#include "common/text_file.h"
 #include "planner/evaluate.h"
 #include "planner/plan_and_place.h"
 #include "process/free_port.h"
 #include "process/spawn.h"
-#include "tests/common/read_text.h"
 #include "tests/planner/stage_dp_setup.h"
 
 namespace {
@@ -77,7 +77,7 @@ struct Runs {
   }
 };
 
-std::string slurp(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
+std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 class EmulatedWorker : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "common/data_path.h"
+#include "common/text_file.h"
 #include "planner/calibration.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
@@ -27,14 +28,13 @@
 #include "planner/network_io.h"
 #include "planner/profile_io.h"
 #include "planner/sailor_plan.h"
-#include "tests/common/read_text.h"
 
 namespace fp = flotilla::planner;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
+std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 struct Stats {
   double sum_abs = 0;

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/text_file.h"
 #include "process/child.h"
 #include "process/fork_call.h"
 #include "process/group_signal.h"
@@ -20,7 +21,6 @@
 #include "process/process_group.h"
 #include "process/spawn.h"
 #include "process/stop_flag.h"
-#include "tests/common/read_text.h"
 #include "tests/process/lock_holder.h"
 
 namespace fs = std::filesystem;
@@ -36,7 +36,7 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::string read_file(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
+std::string read_file(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 // Exists and is not a zombie.
 bool alive(pid_t pid) {

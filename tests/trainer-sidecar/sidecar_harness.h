@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "common/pod_plan.h"
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "tests/common/corpus.h"
-#include "tests/common/read_text.h"
 #include "tests/common/sample_pod_plan.h"
 #include "tests/devcluster/devcluster_process.h"
 
@@ -34,7 +34,7 @@ inline std::string bin(const std::string& rel) { return std::string(FLOTILLA_BIN
 inline std::string sidecar_binary() { return bin("trainer-sidecar/flotilla-sidecar"); }
 inline std::string worker_binary() { return bin("worker/flotilla-worker"); }
 
-inline std::string slurp(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
+inline std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 inline int count_lines(const fs::path& p) {
   std::ifstream in(p);

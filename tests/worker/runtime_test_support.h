@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
+#include "common/text_file.h"
 #include "process/spawn.h"
 #include "tests/common/corpus.h"
-#include "tests/common/read_text.h"
 
 namespace flotilla::worker::testing {
 
@@ -63,7 +63,7 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
-inline std::string read_file(const std::filesystem::path& path) { return flotilla::testing::read_text(path); }
+inline std::string read_file(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 inline int count_lines(const std::filesystem::path& path) {
   std::string s = read_file(path);

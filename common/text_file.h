@@ -1,8 +1,10 @@
-// Reading a whole text file for the CLI commands (the shell does the I/O, the core takes text).
+// Reading a whole file as text, for the shells (the CLI reads a file, the core takes its text)
+// and for the tests and benches that read back what a program wrote.
 //
 // Guarantees: read_text_file() is false when the path is a directory or cannot be opened;
-//   otherwise `out` holds its bytes. read_text_or_empty() is for files a program wrote that may
-//   not exist yet (logs, loss logs): their bytes, or "".
+//   otherwise `out` holds its bytes. read_text() is for files that may not exist (yet): logs,
+//   loss logs, progress lines: their bytes, or "" (a test's assertion on the content then fails
+//   and names what it expected).
 #pragma once
 
 #include <filesystem>
@@ -10,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-namespace flotilla::cli {
+namespace flotilla {
 
 inline bool read_text_file(const std::string& path, std::string& out) {
   std::error_code ec;
@@ -24,11 +26,11 @@ inline bool read_text_file(const std::string& path, std::string& out) {
   return true;
 }
 
-inline std::string read_text_or_empty(const std::filesystem::path& path) {
+inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-}  // namespace flotilla::cli
+}  // namespace flotilla
