@@ -18,6 +18,7 @@
 #include "cli/demo_report.h"
 #include "cli/demo_scenario.h"
 #include "cli/local_cluster.h"
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/config.h"
 
@@ -46,13 +47,6 @@ void write_training_text(const fs::path& file) {
   for (int i = 0; text.size() < 60000; ++i)
     text += "the flotilla sails on, ship " + std::to_string(i % 97) + " keeps watch over the fleet.\n";
   std::ofstream(file) << text;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 int run_demo(const std::vector<std::string>& args) {
@@ -124,7 +118,7 @@ int run_demo(const std::vector<std::string>& args) {
   report.observer = &observer;
   report.scenario = &scenario;
   report.measured = measure_plans((work / "state/data/pods").string(), "elastic");
-  report.elastic_loss_log = slurp(work / "ckpt-elastic/loss.log");
+  report.elastic_loss_log = flotilla::read_text(work / "ckpt-elastic/loss.log");
   report.reference = run_reference(find_program("flotilla-worker", "worker"), work.string(), scenario.elastic_steps);
   report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::vector<std::string> failed = print_report(report);

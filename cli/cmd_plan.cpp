@@ -17,11 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/plan_evaluate.h"
-#include "cli/text_file.h"
+#include "common/text_file.h"
 #include "launch/megatron.h"
 #include "planner/cluster.h"
 #include "planner/model_spec_io.h"
@@ -47,10 +48,7 @@ constexpr const char* kUsage =
     "       (torchrun, static rendezvous, Megatron-LM flags; docs/launch.md)\n"
     "       flotilla plan evaluate --help";
 
-int bad(const std::string& line) {
-  std::fprintf(stderr, "flotilla plan: %s\n", line.c_str());
-  return 2;
-}
+int bad(const std::string& line) { return flotilla::cli::usage_error("flotilla plan", line); }
 
 bool parse_number(const std::string& text, double& out) {
   try {
@@ -89,6 +87,14 @@ std::string layers_of(int first, int last, int num_layers) {
   return text;
 }
 
+// The memory of the GPU the stage's last rank runs on (a stage's ranks may mix GPU types).
+std::int64_t stage_capacity_bytes(const fp::Evaluation& e, int stage) {
+  std::int64_t capacity = 0;
+  for (const fp::RankReport& r : e.ranks)
+    if (r.stage == stage) capacity = r.capacity_bytes;
+  return capacity;
+}
+
 constexpr int kNodesListed = 12;  // the table lists this many nodes; --json lists all
 
 struct Args {
@@ -109,6 +115,12 @@ struct Args {
 
 // "" on success, else the one line to print.
 std::string parse_args(const std::vector<std::string>& args, Args& out, bool& help) {
+  // Flags whose value is a name or a path, taken as written.
+  const std::map<std::string, std::string*> text_flags = {{"--model", &out.model},
+                                                          {"--cluster", &out.cluster},
+                                                          {"--profiles", &out.profiles},
+                                                          {"--network", &out.network},
+                                                          {"--gpu-catalog", &out.catalog}};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     std::string value;
@@ -129,21 +141,9 @@ std::string parse_args(const std::vector<std::string>& args, Args& out, bool& he
     if (a == "--help" || a == "-h") {
       help = true;
       return "";
-    } else if (a == "--model") {
-      if (!need()) return "--model needs a value";
-      out.model = value;
-    } else if (a == "--cluster") {
-      if (!need()) return "--cluster needs a value";
-      out.cluster = value;
-    } else if (a == "--profiles") {
-      if (!need()) return "--profiles needs a value";
-      out.profiles = value;
-    } else if (a == "--network") {
-      if (!need()) return "--network needs a value";
-      out.network = value;
-    } else if (a == "--gpu-catalog") {
-      if (!need()) return "--gpu-catalog needs a value";
-      out.catalog = value;
+    } else if (auto path = text_flags.find(a); path != text_flags.end()) {
+      if (!need()) return a + " needs a value";
+      *path->second = value;
     } else if (a == "--objective") {
       if (!need()) return "--objective needs a value";
       if (value == "throughput") out.objective = fp::Objective::kMaxThroughput;
@@ -223,9 +223,7 @@ nlohmann::json plan_json(const fp::RankedPlan& ranked, const fp::ModelSpec& mode
   for (std::size_t s = 0; s < ranked.plan.stages.size(); ++s) {
     const fp::Stage& stage = ranked.plan.stages[s];
     const fp::StageReport& report = e.stages[s];
-    std::int64_t capacity = 0;
-    for (const fp::RankReport& r : e.ranks)
-      if (r.stage == static_cast<int>(s)) capacity = r.capacity_bytes;
+    const std::int64_t capacity = stage_capacity_bytes(e, static_cast<int>(s));
     stages.push_back({{"stage", s},
                       {"first_block", stage.first_block},
                       {"last_block", stage.last_block},
@@ -274,9 +272,7 @@ void print_table(const fp::RankedPlan& best, const fp::ModelSpec& model) {
   for (std::size_t s = 0; s < best.plan.stages.size(); ++s) {
     const fp::Stage& stage = best.plan.stages[s];
     const fp::StageReport& r = e.stages[s];
-    std::int64_t capacity = 0;
-    for (const fp::RankReport& rank : e.ranks)
-      if (rank.stage == static_cast<int>(s)) capacity = rank.capacity_bytes;
+    const std::int64_t capacity = stage_capacity_bytes(e, static_cast<int>(s));
     const std::string memory = gb(r.peak_bytes) + " (" + gb(capacity) + ")";
     std::printf("  %-5zu %-12s %-9s %-4d %-4d %-9d %-21s %.4f s\n", s,
                 layers_of(stage.first_block, stage.last_block, model.num_layers).c_str(),
@@ -340,13 +336,15 @@ static int run_plan(const std::vector<std::string>& raw) {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!args.catalog.empty()) {
     std::string text;
-    if (!flotilla::cli::read_text_file(args.catalog, text)) return bad("cannot read GPU catalog file '" + args.catalog + "'");
+    if (!flotilla::read_text_file(args.catalog, text))
+      return bad("cannot read GPU catalog file '" + args.catalog + "'");
     auto c = fp::apply_catalog_override(std::move(catalog), text);
     if (!c) return bad(args.catalog + ": " + c.error());
     catalog = std::move(c.value());
   }
   std::string cluster_text;
-  if (!flotilla::cli::read_text_file(args.cluster, cluster_text)) return bad("cannot read cluster file '" + args.cluster + "'");
+  if (!flotilla::read_text_file(args.cluster, cluster_text))
+    return bad("cannot read cluster file '" + args.cluster + "'");
   auto cluster = fp::parse_cluster(cluster_text, catalog);
   if (!cluster) return bad(args.cluster + ": " + cluster.error());
   fp::ProfileSet profiles;

@@ -1,8 +1,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/command.h"
 #include "cli/plan_evaluate.h"
-#include "cli/text_file.h"
+#include "common/text_file.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
 #include "planner/model_spec_io.h"
@@ -20,10 +21,7 @@ constexpr const char* kUsage =
     "[--framework megatron|megatron-unfused-softmax|aceso-op-level] "
     "[--attention materialized|flash (default materialized, as in Sailor's runs)] [--json]";
 
-int bad(const std::string& line) {
-  std::fprintf(stderr, "flotilla plan evaluate: %s\n", line.c_str());
-  return 2;
-}
+int bad(const std::string& line) { return flotilla::cli::usage_error("flotilla plan evaluate", line); }
 
 nlohmann::json memory_json(const fp::MemoryBreakdown& m) {
   return {{"weights_bytes", m.weights_bytes},         {"grads_bytes", m.grads_bytes},
@@ -76,7 +74,8 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   if (!catalog_path.empty()) {
     std::string text;
-    if (!flotilla::cli::read_text_file(catalog_path, text)) return bad("cannot read GPU catalog file '" + catalog_path + "'");
+    if (!flotilla::read_text_file(catalog_path, text))
+      return bad("cannot read GPU catalog file '" + catalog_path + "'");
     auto c = fp::apply_catalog_override(std::move(catalog), text);
     if (!c) return bad(c.error());
     catalog = std::move(c.value());
@@ -94,7 +93,7 @@ int run_plan_evaluate(const std::vector<std::string>& args) {
     network = std::move(n.value());
   }
   std::string plan_text;
-  if (!flotilla::cli::read_text_file(plan_path, plan_text)) return bad("cannot read plan file '" + plan_path + "'");
+  if (!flotilla::read_text_file(plan_path, plan_text)) return bad("cannot read plan file '" + plan_path + "'");
   auto plan = fp::parse_sailor_plan(plan_text, model->num_blocks());
   if (!plan) return bad(plan_path + ": " + plan.error());
   for (const fp::Stage& s : plan->plan.stages) {

@@ -18,6 +18,16 @@
 #include "simulator/simulator.h"
 #include "simulator/trace_loader.h"
 
+// The JSON of --json names every metric by its field, so the key list cannot drift from
+// the struct (found by ADL, hence in the struct's namespace).
+namespace flotilla::simulator {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SimMetrics, jobs, elastic_jobs, skipped_jobs, unfinished_jobs, elastic_jct_mean_s,
+                                   elastic_jct_p50_s, elastic_jct_p99_s, nonelastic_queue_mean_s,
+                                   nonelastic_queue_p50_s, nonelastic_queue_p99_s, gpu_utilization, scaling_events,
+                                   scale_ups, preemption_shrinks, preemptions_aborted, node_loss_shrinks, requeues,
+                                   benefit_checks_passed, benefit_checks_refused, overhead_gpu_hours, makespan_s)
+}  // namespace flotilla::simulator
+
 namespace {
 
 using namespace flotilla::scaler;
@@ -56,108 +66,68 @@ bool parse_node_event(const std::string& s, bool join, NodeEvent& e) {
   return true;
 }
 
-bool is_flag_with_value(const std::string& a) {
-  static const char* const kFlags[] = {"--trace",      "--cluster",          "--plot",
-                                       "--policy",     "--elastic-fraction", "--seed",
-                                       "--consistency", "--min-gpus",        "--p-th",
-                                       "--window-h",   "--cap-factor",       "--models",
-                                       "--lose-node",  "--join-node"};
-  return std::find(std::begin(kFlags), std::end(kFlags), a) != std::end(kFlags);
-}
-
-nlohmann::json metrics_json(const SimMetrics& m) {
-  return {{"jobs", m.jobs},
-          {"elastic_jobs", m.elastic_jobs},
-          {"skipped_jobs", m.skipped_jobs},
-          {"unfinished_jobs", m.unfinished_jobs},
-          {"elastic_jct_mean_s", m.elastic_jct_mean_s},
-          {"elastic_jct_p50_s", m.elastic_jct_p50_s},
-          {"elastic_jct_p99_s", m.elastic_jct_p99_s},
-          {"nonelastic_queue_mean_s", m.nonelastic_queue_mean_s},
-          {"nonelastic_queue_p50_s", m.nonelastic_queue_p50_s},
-          {"nonelastic_queue_p99_s", m.nonelastic_queue_p99_s},
-          {"gpu_utilization", m.gpu_utilization},
-          {"scaling_events", m.scaling_events},
-          {"scale_ups", m.scale_ups},
-          {"preemption_shrinks", m.preemption_shrinks},
-          {"preemptions_aborted", m.preemptions_aborted},
-          {"node_loss_shrinks", m.node_loss_shrinks},
-          {"requeues", m.requeues},
-          {"benefit_checks_passed", m.benefit_checks_passed},
-          {"benefit_checks_refused", m.benefit_checks_refused},
-          {"overhead_gpu_hours", m.overhead_gpu_hours},
-          {"makespan_s", m.makespan_s}};
-}
-
 int run(const std::vector<std::string>& args) {
   std::string trace_path, cluster_spec = "auto", plot_path;
   bool json = false;
   if (!args.empty() && args.front() == "availability")
     return flotilla::cli::run_simulate_availability({args.begin() + 1, args.end()});
   SimOptions opt;
-  auto bad = [](const std::string& msg) {
-    std::fprintf(stderr, "flotilla simulate: %s\n", msg.c_str());
-    return 2;
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
+  auto bad = [](const std::string& msg) { return flotilla::cli::usage_error("flotilla simulate", msg); };
+  static const std::vector<std::string> kFlagsWithValue = {
+      "--trace",    "--cluster", "--plot",     "--policy",     "--elastic-fraction", "--seed",      "--consistency",
+      "--min-gpus", "--p-th",    "--window-h", "--cap-factor", "--models",           "--lose-node", "--join-node"};
+  // Flags whose value is a name or a path, taken as written.
+  const std::map<std::string, std::string*> text_flags = {
+      {"--trace", &trace_path}, {"--cluster", &cluster_spec}, {"--plot", &plot_path}};
+  // Each flag's value: "" once taken, else the line to print.
+  auto take = [&](const std::string& a, const std::string& v) -> std::string {
+    if (auto path = text_flags.find(a); path != text_flags.end()) {
+      *path->second = v;
+      return "";
     }
-    if (a == "--json") {
-      json = true;
-      continue;
-    }
-    if (!is_flag_with_value(a)) return bad("unknown option '" + a + "' (see --help)");
-    if (i + 1 >= args.size()) return bad(a + " needs a value (see --help)");
-    const std::string v = args[++i];
     double x = 0;
-    if (a == "--trace") trace_path = v;
-    else if (a == "--cluster") cluster_spec = v;
-    else if (a == "--plot") plot_path = v;
-    else if (a == "--policy") {
+    if (a == "--policy") {
       const auto p = parse_policy(v);
-      if (!p) return bad("unknown policy '" + v + "': use static, greedy, elasticflow or flextrain");
+      if (!p) return "unknown policy '" + v + "': use static, greedy, elasticflow or flextrain";
       opt.policy = *p;
     } else if (a == "--elastic-fraction") {
       if (!parse_number(v, x) || x < 0 || x > 1)
-        return bad("--elastic-fraction must be a number in [0, 1], got '" + v + "'");
+        return "--elastic-fraction must be a number in [0, 1], got '" + v + "'";
       opt.elastic_fraction = x;
     } else if (a == "--seed") {
       if (!parse_whole(v, 0, 9007199254740992.0, x))  // 2^53: every integer up to it is exact
-        return bad("--seed must be a whole number in [0, 2^53], got '" + v + "'");
+        return "--seed must be a whole number in [0, 2^53], got '" + v + "'";
       opt.seed = static_cast<std::uint64_t>(x);
     } else if (a == "--consistency") {
       bool strict = true;
-      if (const auto e = flotilla::cli::parse_consistency(v, strict); !e.empty()) return bad(e);
+      if (const auto e = flotilla::cli::parse_consistency(v, strict); !e.empty()) return e;
       opt.table.consistency = strict ? Consistency::strict : Consistency::relaxed;
     } else if (a == "--min-gpus") {
-      if (!parse_whole(v, 1, INT_MAX, x))
-        return bad("--min-gpus must be a whole number >= 1, got '" + v + "'");
+      if (!parse_whole(v, 1, INT_MAX, x)) return "--min-gpus must be a whole number >= 1, got '" + v + "'";
       opt.min_gpus = static_cast<int>(x);
     } else if (a == "--p-th") {
-      if (const auto e = flotilla::cli::parse_p_th(v, x); !e.empty()) return bad(e);
+      if (const auto e = flotilla::cli::parse_p_th(v, x); !e.empty()) return e;
       opt.benefit.threshold_probability = x;
     } else if (a == "--window-h") {
-      if (const auto e = flotilla::cli::parse_window_h(v, opt.window_s); !e.empty()) return bad(e);
+      if (const auto e = flotilla::cli::parse_window_h(v, opt.window_s); !e.empty()) return e;
     } else if (a == "--cap-factor") {
-      if (!parse_number(v, x) || x < 1) return bad("--cap-factor must be >= 1");
+      if (!parse_number(v, x) || x < 1) return "--cap-factor must be >= 1";
       opt.table.cap_factor = x;
     } else if (a == "--models") {
       const auto m = parse_job_model_source(v);
-      if (!m) return bad("--models is auto, table2 or planner, got '" + v + "'");
+      if (!m) return "--models is auto, table2 or planner, got '" + v + "'";
       opt.job_models = *m;
     } else if (a == "--lose-node" || a == "--join-node") {
       NodeEvent e;
       if (!parse_node_event(v, a == "--join-node", e))
-        return bad(a + " takes TIME_S:NODE_INDEX (time >= 0, index a whole number >= 0), got '" +
-                   v + "'");
+        return a + " takes TIME_S:NODE_INDEX (time >= 0, index a whole number >= 0), got '" + v + "'";
       opt.node_events.push_back(e);
-    } else {
-      return bad("unknown option '" + a + "' (see --help)");
     }
-  }
+    return "";
+  };
+  if (const auto stop =
+          flotilla::cli::walk_simulate_flags(args, "flotilla simulate", kUsage, kFlagsWithValue, json, take))
+    return *stop;
   if (trace_path.empty()) return bad("--trace FILE is required (see --help)");
   // Checked now, not after the sweep's 16 simulations have run.
   if (!plot_path.empty())
@@ -205,7 +175,7 @@ int run(const std::vector<std::string>& args) {
                         {"cluster_gpus", gpus},
                         {"gpu_types", types_json},
                         {"simulation_wall_s", wall_s},
-                        {"metrics", metrics_json(r.metrics)},
+                        {"metrics", r.metrics},
                         {"sample_decisions", r.sample_decisions},
                         {"invariant_violations", r.invariant_violations}};
     std::printf("%s\n", j.dump(2).c_str());

@@ -6,6 +6,7 @@
 // See docs/simulator.md, "Availability replay".
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,10 +93,7 @@ nlohmann::json result_json(const AvailabilityResult& r) {
 }  // namespace
 
 int run_simulate_availability(const std::vector<std::string>& args) {
-  auto bad = [](const std::string& msg) {
-    std::fprintf(stderr, "flotilla simulate availability: %s\n", msg.c_str());
-    return 2;
-  };
+  auto bad = [](const std::string& msg) { return usage_error("flotilla simulate availability", msg); };
   std::string trace_path, model_name, gpu, profiles_dir, network_dir, consistency = "relaxed";
   const std::vector<AvailabilityPolicy> all_policies = {AvailabilityPolicy::static_start,
                                                         AvailabilityPolicy::greedy,
@@ -106,69 +104,65 @@ int run_simulate_availability(const std::vector<std::string>& args) {
   int gpus_per_node = 0, gbs = 2048, tp = 0;  // tp 0: the smallest that fits
   std::optional<double> restart_s;
   AvailabilityReplayParams params;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kAvailabilityUsage);
-      return 0;
+  static const std::vector<std::string> kFlagsWithValue = {
+      "--trace",       "--model", "--gpu",      "--gpus-per-node", "--restart-seconds", "--policy",    "--gbs",
+      "--consistency", "--p-th",  "--window-h", "--profiles",      "--network",         "--attention", "--tp"};
+  // Flags whose value is a name or a path, taken as written.
+  const std::map<std::string, std::string*> text_flags = {{"--trace", &trace_path},
+                                                          {"--model", &model_name},
+                                                          {"--gpu", &gpu},
+                                                          {"--profiles", &profiles_dir},
+                                                          {"--network", &network_dir}};
+  // Each flag's value: "" once taken, else the line to print.
+  auto take = [&](const std::string& a, const std::string& v) -> std::string {
+    if (auto path = text_flags.find(a); path != text_flags.end()) {
+      *path->second = v;
+      return "";
     }
-    if (a == "--json") {
-      json = true;
-      continue;
-    }
-    static const char* const kFlags[] = {"--trace",  "--model",    "--gpu",     "--gpus-per-node",
-                                         "--restart-seconds", "--policy", "--gbs",
-                                         "--consistency", "--p-th", "--window-h", "--profiles",
-                                         "--network", "--attention", "--tp"};
-    if (std::find(std::begin(kFlags), std::end(kFlags), a) == std::end(kFlags))
-      return bad("unknown option '" + a + "' (see --help)");
-    if (i + 1 >= args.size()) return bad(a + " needs a value (see --help)");
-    const std::string v = args[++i];
     double x = 0;
-    if (a == "--trace") trace_path = v;
-    else if (a == "--model") model_name = v;
-    else if (a == "--gpu") gpu = v;
-    else if (a == "--profiles") profiles_dir = v;
-    else if (a == "--network") network_dir = v;
-    else if (a == "--attention") {
-      if (v == "flash") flash_attention = true;
-      else if (v == "materialized") flash_attention = false;
-      else return bad("--attention must be flash or materialized, got '" + v + "'");
-    }
-    else if (a == "--tp") {
-      if (!parse_whole(v, 1, 64, x)) return bad("--tp must be a whole number in [1, 64], got '" + v + "'");
+    if (a == "--attention") {
+      if (v == "flash")
+        flash_attention = true;
+      else if (v == "materialized")
+        flash_attention = false;
+      else
+        return "--attention must be flash or materialized, got '" + v + "'";
+    } else if (a == "--tp") {
+      if (!parse_whole(v, 1, 64, x)) return "--tp must be a whole number in [1, 64], got '" + v + "'";
       tp = static_cast<int>(x);
     } else if (a == "--gpus-per-node") {
-      if (!parse_whole(v, 1, 1024, x))
-        return bad("--gpus-per-node must be a whole number in [1, 1024], got '" + v + "'");
+      if (!parse_whole(v, 1, 1024, x)) return "--gpus-per-node must be a whole number in [1, 1024], got '" + v + "'";
       gpus_per_node = static_cast<int>(x);
     } else if (a == "--restart-seconds") {
       if (!parse_number(v, x) || x < 0 || x > kMaxTraceSeconds)
-        return bad("--restart-seconds must be a number of seconds in [0, 10 years], got '" + v + "'");
+        return "--restart-seconds must be a number of seconds in [0, 10 years], got '" + v + "'";
       restart_s = x;
     } else if (a == "--policy") {
       if (v == "all") {  // the last --policy wins, `all` included
         policies = all_policies;
-        continue;
+        return "";
       }
       const auto p = parse_availability_policy(v);
-      if (!p) return bad("unknown policy '" + v + "': use static, greedy, flextrain or all");
+      if (!p) return "unknown policy '" + v + "': use static, greedy, flextrain or all";
       policies = {*p};
     } else if (a == "--gbs") {
-      if (!parse_whole(v, 1, 1 << 24, x))
-        return bad("--gbs must be a whole number in [1, 2^24], got '" + v + "'");
+      if (!parse_whole(v, 1, 1 << 24, x)) return "--gbs must be a whole number in [1, 2^24], got '" + v + "'";
       gbs = static_cast<int>(x);
     } else if (a == "--consistency") {
       bool strict = false;
-      if (const auto e = parse_consistency(v, strict); !e.empty()) return bad(e);
+      if (const auto e = parse_consistency(v, strict); !e.empty()) return e;
       consistency = v;
     } else if (a == "--p-th") {
-      if (const auto e = parse_p_th(v, x); !e.empty()) return bad(e);
+      if (const auto e = parse_p_th(v, x); !e.empty()) return e;
       params.benefit.threshold_probability = x;
     } else if (a == "--window-h") {
-      if (const auto e = parse_window_h(v, params.window_s); !e.empty()) return bad(e);
+      if (const auto e = parse_window_h(v, params.window_s); !e.empty()) return e;
     }
-  }
+    return "";
+  };
+  if (const auto stop =
+          walk_simulate_flags(args, "flotilla simulate availability", kAvailabilityUsage, kFlagsWithValue, json, take))
+    return *stop;
   if (trace_path.empty() || model_name.empty() || gpu.empty())
     return bad("--trace FILE, --model NAME and --gpu TYPE are required (see --help)");
   if (!planner::find_preset(model_name))

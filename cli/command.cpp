@@ -14,6 +14,11 @@ std::vector<Command>& table() {
 
 const std::vector<Command>& commands() { return table(); }
 
+int usage_error(const std::string& command, const std::string& line) {
+  std::fprintf(stderr, "%s: %s\n", command.c_str(), line.c_str());
+  return 2;
+}
+
 CommandRegistrar::CommandRegistrar(Command command) {
   for (const auto& c : table()) {
     if (c.name == command.name) {

@@ -21,6 +21,10 @@ struct Command {
 
 const std::vector<Command>& commands();
 
+// Prints "<command>: <line>" on stderr and returns 2, the exit code of bad usage, e.g.
+// `return usage_error("flotilla plan", "--model is required");`.
+int usage_error(const std::string& command, const std::string& line);
+
 struct CommandRegistrar {
   explicit CommandRegistrar(Command command);
 };

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/progress_line.h"
+#include "common/text_file.h"
 #include "process/spawn.h"
 
 namespace flotilla::cli {
@@ -18,13 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -113,14 +107,14 @@ ReferenceRun run_reference(const std::string& worker_binary, const std::string& 
     const auto status = child.wait_for(300s);
     if (!status || !status->ok()) {
       if (!status) child.terminate(2000ms);
-      r.error = "the reference run failed: " + slurp(dir / "worker.log");
+      r.error = "the reference run failed: " + read_text(dir / "worker.log");
       return r;
     }
   } catch (const std::exception& e) {
     r.error = std::string("cannot start the reference run: ") + e.what();
     return r;
   }
-  r.loss_log = slurp(dir / "loss.log");
+  r.loss_log = read_text(dir / "loss.log");
   r.ok = true;
   return r;
 }

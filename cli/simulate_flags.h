@@ -1,15 +1,22 @@
-// Number parsing shared by `flotilla simulate` and `flotilla simulate availability`, and the
-// entry point of the latter (cmd_simulate.cpp dispatches its first argument `availability`).
+// Flag parsing shared by `flotilla simulate` and `flotilla simulate availability` (the loop and
+// its messages, numbers, the flags both take), and the entry point of the latter
+// (cmd_simulate.cpp dispatches its first argument `availability`).
 //
 // Guarantees: parse_number accepts finite numbers only (strtod also reads "nan" and "inf",
 //   which slip past every range check); parse_whole additionally a whole number in [lo, hi]
 //   (casting a larger double to an integer is undefined behaviour).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "cli/command.h"
 
 namespace flotilla::cli {
 
@@ -42,6 +49,33 @@ inline std::string parse_consistency(const std::string& v, bool& strict) {
   if (v != "strict" && v != "relaxed") return "--consistency is strict or relaxed";
   strict = v == "strict";
   return {};
+}
+
+// The flag loop both forms share. --help/-h prints `usage` (exit 0); --json sets `json`; each
+// flag in `flags_with_value` hands its value to `take`, which returns "" or the line to print;
+// any other word is refused. Returns the exit status to stop with (0 after help, 2 after a
+// usage error, printed as "<command>: <line>"), or nullopt once every flag was taken.
+inline std::optional<int> walk_simulate_flags(
+    const std::vector<std::string>& args, const char* command, const char* usage,
+    const std::vector<std::string>& flags_with_value, bool& json,
+    const std::function<std::string(const std::string& flag, const std::string& value)>& take) {
+  auto bad = [&](const std::string& line) { return usage_error(command, line); };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", usage);
+      return 0;
+    }
+    if (a == "--json") {
+      json = true;
+      continue;
+    }
+    if (std::find(flags_with_value.begin(), flags_with_value.end(), a) == flags_with_value.end())
+      return bad("unknown option '" + a + "' (see --help)");
+    if (i + 1 >= args.size()) return bad(a + " needs a value (see --help)");
+    if (const std::string error = take(a, args[++i]); !error.empty()) return bad(error);
+  }
+  return std::nullopt;
 }
 
 // `flotilla simulate availability ...` (cmd_simulate_availability.cpp); args exclude the word

@@ -12,7 +12,8 @@
 // Caveats: a real cluster never sets these; they exist only where the hardware is emulated.
 #pragma once
 
-#include <cstdio>
+#include "common/significant_digits.h"
+
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -36,11 +37,7 @@ struct EmulatedGpu {
 };
 
 inline std::vector<std::pair<std::string, std::string>> to_env(const EmulatedGpu& gpu) {
-  auto number = [](double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return std::string(buf);
-  };
+  auto number = [](double v) { return significant_digits_text(v, 17); };  // round-trips exactly
   return {{kEmulatedGpuTypeEnv, gpu.type},
           {kEmulatedGpuFlopsEnv, number(gpu.flops_per_s)},
           {kEmulatedGpuMemoryEnv, number(gpu.memory_bytes)},

@@ -36,14 +36,14 @@ struct StepProgress {
   int rank = 0;
   int stage = 0;     // pipeline stage of the rank
   int dp_index = 0;  // data-parallel replica of the rank
-  std::int64_t step = 0;
-  double loss = 0;
-  double grad_norm = 0;
-  double lr = 0;
-  double tokens_per_s = 0;
-  double step_seconds = 0;
-  double pipeline_seconds = 0;
-  double dp_reduce_seconds = 0;
+  std::int64_t step = 0;         // 0-based optimizer step this line reports
+  double loss = 0;               // mean over the step's global batch (the same on every rank)
+  double grad_norm = 0;          // global L2 norm before clipping
+  double lr = 0;                 // learning rate the step applied
+  double tokens_per_s = 0;       // the job's: global batch tokens over this rank's step_seconds
+  double step_seconds = 0;       // whole step on this rank, optimizer update included
+  double pipeline_seconds = 0;   // the 1F1B schedule: forwards, backwards and the waits between
+  double dp_reduce_seconds = 0;  // gradient reduction across replicas after the pipeline
   std::int64_t first_global_micro_batch = 0;
   std::vector<double> forward_seconds;  // this rank's stage, one per local micro-batch
   std::vector<double> backward_seconds;

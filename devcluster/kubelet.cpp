@@ -14,6 +14,7 @@
 #include "devcluster/nodes_file.h"
 #include "devcluster/quantity.h"
 #include "devcluster/selectors.h"
+#include "kube/object.h"
 #include "process/group_signal.h"
 #include "process/proc_table.h"
 #include "process/reap.h"
@@ -26,19 +27,10 @@ using Clock = std::chrono::steady_clock;
 
 int gpu_request(const Json& pod) {
   int total = 0;
-  for (const auto& c : pod.value("/spec/containers"_json_pointer, Json::array())) {
-    const Json res = c.value("resources", Json::object());
-    Json v = res.value("limits", Json::object()).value("nvidia.com/gpu", Json());
-    if (v.is_null()) v = res.value("requests", Json::object()).value("nvidia.com/gpu", Json());
+  for (const Json& v : kube::pod_gpu_quantities(pod))
     // Saturating: "99999999999999999999" GPUs fits no node (Unschedulable), never 0 GPUs.
     if (auto q = quantity_value(v)) total = saturated_count(static_cast<long double>(total) + saturated_count(*q));
-  }
   return total;
-}
-
-bool terminal(const Json& pod) {
-  std::string phase = pod.value("/status/phase"_json_pointer, std::string());
-  return phase == "Succeeded" || phase == "Failed";
 }
 
 int node_gpus(const Json& node) {
@@ -391,13 +383,13 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
   }
   std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
   if (node.empty()) {
-    if (pod.value("/spec/schedulerName"_json_pointer, std::string("default-scheduler")) == "default-scheduler" && !terminal(pod)) {
+    if (pod.value("/spec/schedulerName"_json_pointer, std::string("default-scheduler")) == "default-scheduler" && !kube::pod_finished(pod)) {
       if (pending_.insert(key).second) pending_dirty_ = true;
     }
     return;
   }
   pending_.erase(key);
-  if (run != runs_.end() || terminal(pod)) return;
+  if (run != runs_.end() || kube::pod_finished(pod)) return;
   Outcome n = api_.get(*nodes_, "", node);
   if (!n.ok()) return;  // bound to a node that does not exist (yet): stays Pending
   if (node_failed(n.object)) {
@@ -901,7 +893,7 @@ void Kubelet::fail_pods_on_node(const std::string& node, const std::string& reas
       continue;
     }
     api_.mutate(*pods_, ns, name, [&](Json& p) {
-      if (terminal(p)) return false;
+      if (kube::pod_finished(p)) return false;
       p["status"]["phase"] = "Failed";
       p["status"]["reason"] = reason;
       p["status"]["message"] = message;
@@ -1011,7 +1003,7 @@ void Kubelet::schedule_pending() {
     for (const auto& [key, obj] : api_.store().list_locked("/nodes", "")) nodes.push_back(*obj);
     for (const auto& [key, obj] : api_.store().list_locked("/pods", "")) {
       std::string node = (*obj)["spec"].value("nodeName", "");
-      if (!node.empty() && !terminal(*obj)) used[node] += gpu_request(*obj);
+      if (!node.empty() && !kube::pod_finished(*obj)) used[node] += gpu_request(*obj);
     }
     for (const auto& key : pending_) {
       auto slash = key.find('/');

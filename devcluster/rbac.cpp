@@ -129,27 +129,29 @@ bool is_superuser(const UserInfo& user) {
   return std::find(user.groups.begin(), user.groups.end(), "system:masters") != user.groups.end();
 }
 
-Json cluster_role(const std::string& name, Json rules) {
+// The apiVersion, kind and metadata kube-apiserver gives the RBAC objects it bootstraps.
+Json bootstrap_rbac_object(const char* kind, const std::string& name) {
   return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-          {"kind", "ClusterRole"},
+          {"kind", kind},
           {"metadata",
            {{"name", name},
             {"labels", {{"kubernetes.io/bootstrapping", "rbac-defaults"}}},
-            {"annotations", {{"rbac.authorization.kubernetes.io/autoupdate", "true"}}}}},
-          {"rules", std::move(rules)}};
+            {"annotations", {{"rbac.authorization.kubernetes.io/autoupdate", "true"}}}}}};
+}
+
+Json cluster_role(const std::string& name, Json rules) {
+  Json role = bootstrap_rbac_object("ClusterRole", name);
+  role["rules"] = std::move(rules);
+  return role;
 }
 
 Json cluster_role_binding(const std::string& name, const std::vector<std::string>& groups) {
   Json subjects = Json::array();
   for (const auto& g : groups) subjects.push_back({{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Group"}, {"name", g}});
-  return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-          {"kind", "ClusterRoleBinding"},
-          {"metadata",
-           {{"name", name},
-            {"labels", {{"kubernetes.io/bootstrapping", "rbac-defaults"}}},
-            {"annotations", {{"rbac.authorization.kubernetes.io/autoupdate", "true"}}}}},
-          {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", name}}},
-          {"subjects", subjects}};
+  Json binding = bootstrap_rbac_object("ClusterRoleBinding", name);
+  binding["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", name}};
+  binding["subjects"] = std::move(subjects);
+  return binding;
 }
 
 }  // namespace

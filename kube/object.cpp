@@ -22,4 +22,20 @@ std::string make_key(const std::string& ns, const std::string& name) {
 
 std::string object_key(const Json& obj) { return make_key(object_namespace(obj), object_name(obj)); }
 
+std::vector<Json> pod_gpu_quantities(const Json& pod) {
+  std::vector<Json> quantities;
+  for (const Json& c : pod.value("/spec/containers"_json_pointer, Json::array())) {
+    const Json res = c.value("resources", Json::object());
+    Json v = res.value("limits", Json::object()).value("nvidia.com/gpu", Json());
+    if (v.is_null()) v = res.value("requests", Json::object()).value("nvidia.com/gpu", Json());
+    quantities.push_back(std::move(v));
+  }
+  return quantities;
+}
+
+bool pod_finished(const Json& pod) {
+  const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+  return phase == "Succeeded" || phase == "Failed";
+}
+
 }  // namespace flotilla::kube

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "kube/object.h"
+
 namespace flotilla::op {
 namespace {
 
@@ -60,18 +62,8 @@ planner::ClusterSpec ClusterView::snapshot_for(const std::string& job_key, bool 
 
 int pod_gpus(const Json& pod) {
   int total = 0;
-  for (const Json& c : pod.value("/spec/containers"_json_pointer, Json::array())) {
-    const Json res = c.value("resources", Json::object());
-    Json v = res.value("limits", Json::object()).value("nvidia.com/gpu", Json());
-    if (v.is_null()) v = res.value("requests", Json::object()).value("nvidia.com/gpu", Json());
-    total += quantity(v);
-  }
+  for (const Json& v : kube::pod_gpu_quantities(pod)) total += quantity(v);
   return total;
-}
-
-bool pod_terminal(const Json& pod) {
-  const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
-  return phase == "Succeeded" || phase == "Failed";
 }
 
 void add_node_to_view(ClusterView& view, const Json& node, const planner::GpuCatalog& catalog) {
@@ -92,7 +84,7 @@ void add_node_to_view(ClusterView& view, const Json& node, const planner::GpuCat
 
 void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label) {
   const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
-  if (node.empty() || pod_terminal(pod)) return;
+  if (node.empty() || kube::pod_finished(pod)) return;
   const int gpus = pod_gpus(pod);
   if (gpus == 0) return;
   const Json& meta = pod["metadata"];

@@ -47,7 +47,6 @@ struct ClusterView {
 };
 
 int pod_gpus(const nlohmann::json& pod);
-bool pod_terminal(const nlohmann::json& pod);
 
 // The pieces of build_cluster_view(), for callers that visit the caches without copying them:
 // add every node first (add_node_to_view), then every pod (add_pod_to_view).

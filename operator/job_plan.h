@@ -46,13 +46,13 @@ struct PlanStage {
 
 struct JobPlan {
   std::int64_t epoch = 0;
-  int gpus = 0;
+  int gpus = 0;  // every rank's GPUs, all stages and replicas
   int pp = 1;
   int dp = 1;
-  int tp = 1;
+  int tp = 1;  // the first stage's; the reference worker runs TP 1 everywhere
   int micro_batch_size = 1;
-  int micro_batches = 1;
-  int virtual_shards = 1;
+  int micro_batches = 1;   // per pipeline per iteration
+  int virtual_shards = 1;  // fixed for the job's life, so any DP sums gradients in one order
   std::string partition;  // "0:2,2:6": the worker's units per stage
   std::vector<PlanStage> stages;
   std::vector<PlanPod> pods;

@@ -24,11 +24,11 @@ enum class WorkerKind { kFlotilla, kMegatron };
 enum class ElasticityMode { kStrict, kRelaxed, kOff };
 
 struct InlineModel {
-  int num_layers = 0;
-  int hidden = 0;
-  int heads = 0;
+  int num_layers = 0;  // transformer blocks
+  int hidden = 0;      // model width
+  int heads = 0;       // attention heads; must divide hidden
   int vocab_size = 0;
-  int seq_len = 0;
+  int seq_len = 0;     // tokens per sample
   int ffn_hidden = 0;  // 0: 4 x hidden
 };
 

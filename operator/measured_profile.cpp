@@ -1,8 +1,9 @@
 #include "operator/measured_profile.h"
 
+#include "common/significant_digits.h"
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 namespace flotilla::op {
@@ -14,11 +15,7 @@ struct Sums {
 };
 
 // Two significant digits, so noise below a few percent keeps the signature.
-std::string rounded(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g", x);
-  return buf;
-}
+std::string rounded(double x) { return significant_digits_text(x, 2); }
 
 double clamped(double measured, double predicted) {
   return std::clamp(measured / predicted, kMinMeasuredRatio, kMaxMeasuredRatio);

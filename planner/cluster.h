@@ -5,7 +5,7 @@
 //   says what is wrong and where ("node 'a3': count must be a positive integer, got -2"); a
 //   cluster of more than 1,000,000 GPUs in all is refused (the pools count GPUs in int).
 //   gpu_pools() groups nodes by (GPU type, zone); free_nodes() gives the packer's view.
-// Assumes: the text is already read (the CLI reads the file, cli/text_file.h).
+// Assumes: the text is already read (the CLI reads the file, common/text_file.h).
 // Caveats: a node has one GPU type (true of every cloud instance we know); counts are the GPUs
 //   free for this job, not the node's size.
 //

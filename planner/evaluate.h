@@ -60,7 +60,7 @@ struct StageReport {
   int last_block = 0;
   int tp = 1;
   int dp = 1;
-  int in_flight_micro_batches = 1;
+  int in_flight_micro_batches = 1;  // 1F1B: activations this stage holds at its peak
   std::int64_t peak_bytes = 0;  // per rank of this stage
   StageTiming timing;
 };
@@ -69,7 +69,7 @@ struct Evaluation {
   std::vector<RankReport> ranks;
   std::vector<StageReport> stages;
   std::int64_t peak_bytes_max = 0;
-  int num_micro_batches = 0;
+  int num_micro_batches = 0;  // per pipeline per iteration
   double iter_seconds = 0;
   double pipeline_seconds = 0;
   double sync_seconds = 0;

@@ -26,7 +26,7 @@ namespace flotilla::planner {
 struct LayerTimes {
   double forward_s = 0;
   double backward_s = 0;
-  double update_s = 0;
+  double update_s = 0;  // the optimizer step over the block's parameters
 };
 
 // time(mbs) = fixed + per_sample * mbs for forward, backward and update of one block.

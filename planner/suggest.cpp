@@ -1,18 +1,14 @@
 #include "planner/suggest.h"
 
-#include <algorithm>
-#include <cstdio>
+#include "common/significant_digits.h"
 
+#include <algorithm>
 
 namespace flotilla::planner {
 namespace {
 
 // Six significant digits stay within the 1e-4 margin applied to the value (any magnitude).
-std::string six_digits(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
-}
+std::string six_digits(double value) { return significant_digits_text(value, 6); }
 
 std::optional<RankedPlan> attempt(SearchRequest request, const EvalContext& context) {
   request.options.max_plans = 1;

@@ -27,9 +27,9 @@ namespace flotilla::process {
 
 struct ProcStat {
   pid_t pid = 0;
-  pid_t ppid = 0;
-  pid_t pgid = 0;
-  pid_t sid = 0;
+  pid_t ppid = 0;    // parent; 1 (or a subreaper) once the parent has died
+  pid_t pgid = 0;    // process group, what group signals reach
+  pid_t sid = 0;     // session; setsid'd descendants are found by this, not by ppid
   char state = '?';  // 'R', 'S', 'Z' (zombie), ...
   unsigned long long start_time = 0;  // clock ticks since boot (field 22)
 };

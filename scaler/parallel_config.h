@@ -10,10 +10,10 @@
 namespace flotilla::scaler {
 
 struct ParallelConfig {
-  int dp = 1;
-  int pp = 1;
-  int tp = 1;
-  int cp = 1;
+  int dp = 1;  // data-parallel replicas
+  int pp = 1;  // pipeline stages
+  int tp = 1;  // tensor-parallel GPUs per stage replica
+  int cp = 1;  // context-parallel GPUs (sequence split), FlexTrain's long-context jobs
 
   int gpus() const { return dp * pp * tp * cp; }
   bool operator==(const ParallelConfig&) const = default;

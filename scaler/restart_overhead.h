@@ -23,10 +23,10 @@ struct RestartOverheadParams {
 };
 
 struct RestartOverhead {
-  double save_s = 0;
-  double load_s = 0;
-  double init_s = 0;
-  bool measured = false;
+  double save_s = 0;      // write the checkpoint from the old GPU set
+  double load_s = 0;      // read it on the new one
+  double init_s = 0;      // process start and communication-group set-up
+  bool measured = false;  // true: the job's reported restart time, held in init_s
   double total_s() const { return save_s + load_s + init_s; }
 };
 

@@ -90,17 +90,15 @@ class Replay {
 
   void log(double now, int avail, int from, const std::string& action, double restart_s,
            const std::optional<BenefitDecision>& benefit, const std::string& reason) {
-    AvailabilityDecision d;
-    d.time_s = now;
-    d.available_gpus = avail;
-    d.from_gpus = from;
-    d.to_gpus = gpus_;
-    d.action = action;
-    d.layout = gpus_ > 0 ? entry_.config.to_string() : "";
-    d.restart_s = restart_s;
-    d.benefit = benefit;
-    d.reason = reason;
-    out_.decisions.push_back(std::move(d));
+    out_.decisions.push_back({.time_s = now,
+                              .available_gpus = avail,
+                              .from_gpus = from,
+                              .to_gpus = gpus_,
+                              .action = action,
+                              .layout = gpus_ > 0 ? entry_.config.to_string() : "",
+                              .restart_s = restart_s,
+                              .benefit = benefit,
+                              .reason = reason});
   }
 
   void restart(double now, double overhead_s) {

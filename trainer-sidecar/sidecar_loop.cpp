@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/pod_plan.h"
+#include "common/significant_digits.h"
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "process/free_port.h"
@@ -122,11 +123,10 @@ class Sidecar {
     }
     if (Clock::now() >= rdv_deadline_) {
       awaiting_rdv_ = false;
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%g", o_.rendezvous_timeout_s);
-      feed(rendezvous_timed_out(st_.epoch, "rendezvous of epoch " + std::to_string(st_.epoch) +
-                                               ": pod " + plan_->rendezvous_pod +
-                                               " did not publish its address within " + buf + " s"));
+      const std::string timeout_text = significant_digits_text(o_.rendezvous_timeout_s, 6);
+      feed(rendezvous_timed_out(st_.epoch, "rendezvous of epoch " + std::to_string(st_.epoch) + ": pod " +
+                                               plan_->rendezvous_pod + " did not publish its address within " +
+                                               timeout_text + " s"));
     }
   }
 

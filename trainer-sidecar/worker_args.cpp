@@ -1,17 +1,8 @@
 #include "trainer-sidecar/worker_args.h"
 
-#include <cstdio>
+#include "common/significant_digits.h"
 
 namespace flotilla::sidecar {
-namespace {
-
-std::string seconds_arg(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
-}  // namespace
 
 std::vector<std::string> worker_rank_args(const PodPlan& p, const RankLaunch& launch) {
   std::vector<std::string> a = {"rank",
@@ -31,7 +22,7 @@ std::vector<std::string> worker_rank_args(const PodPlan& p, const RankLaunch& la
   if (!p.loss_log.empty()) a.insert(a.end(), {"--loss-log", p.loss_log});
   if (!launch.progress_path.empty()) a.insert(a.end(), {"--progress", launch.progress_path});
   if (launch.connect_timeout_s > 0)
-    a.insert(a.end(), {"--connect-timeout", seconds_arg(launch.connect_timeout_s)});
+    a.insert(a.end(), {"--connect-timeout", significant_digits_text(launch.connect_timeout_s, 6)});
   return a;
 }
 

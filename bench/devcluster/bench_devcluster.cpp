@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/text_file.h"
 #include "kube/net/http_client.h"
 #include "process/spawn.h"
 
@@ -36,12 +37,7 @@ using flotilla::kube::net::HttpClient;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::read_text;
 
 double ms_since(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 

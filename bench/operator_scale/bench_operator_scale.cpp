@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/net/http_client.h"
@@ -57,12 +58,7 @@ namespace {
 
 const kube::Resource kTrainingJobs{"flotilla.io", "v1alpha1", "trainingjobs", "TrainingJob", true};
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::read_text;
 
 double seconds_since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();

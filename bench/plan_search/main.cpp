@@ -63,8 +63,26 @@ Timed timed_search(const fp::SearchRequest& request, const fp::EvalContext& cont
   return best;
 }
 
+// How the search's throughput compares with a baseline's; 0 when the baseline found no plan.
+double throughput_ratio(double search_tokens_per_s, double baseline_tokens_per_s) {
+  return baseline_tokens_per_s > 0 ? search_tokens_per_s / baseline_tokens_per_s : 0.0;
+}
+
 double tokens(const fp::SearchResult& r) {
   return r.plans.empty() ? 0.0 : r.plans.front().evaluation.tokens_per_second;
+}
+
+// Today's search before issue 13, one GPU type per stage (no mixed-type stages), timed and
+// printed under the scenario's name as the first line, the baseline the search is read against.
+Timed timed_one_type_search(const char* scenario, const fp::SearchRequest& request, const fp::EvalContext& context,
+                            int repeats) {
+  fp::SearchRequest one_type_request = request;
+  one_type_request.options.mix_types_within_stage = false;
+  Timed one_type = timed_search(one_type_request, context, repeats);
+  std::printf("%s\n", scenario);
+  std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n", one_type.seconds,
+              tokens(one_type.result));
+  return one_type;
 }
 
 // Sailor's global batch (2048 sequences), one zone, the best plan only.
@@ -188,13 +206,7 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
     exact_request.options.max_stage_dp_positions = 0;
     fp::SearchRequest old_request = exact_request;
     old_request.options.quadratic_stage_dp = true;
-    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
-    fp::SearchRequest one_type_request = request;
-    one_type_request.options.mix_types_within_stage = false;
-    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
-    std::printf("%s\n", scenario.name);
-    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
-                one_type.seconds, tokens(one_type.result));
+    const Timed one_type = timed_one_type_search(scenario.name, request, context, quick ? 1 : 3);
     std::printf("  search   %8.3f s  %10.1f tokens/s  %s  (%d layers per DP position, %lld states)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -205,14 +217,14 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
     if (exact.finished)
       std::printf("  exact    %8.3f s  %10.1f tokens/s  search/exact: time %.3fx, throughput ratio %.4f\n",
                   exact.seconds, exact.tokens_per_second, fast.seconds / exact.seconds,
-                  exact.tokens_per_second > 0 ? tokens(fast.result) / exact.tokens_per_second : 0.0);
+                  throughput_ratio(tokens(fast.result), exact.tokens_per_second));
     else
       std::printf("  exact    > %.1f s (stopped at the time or 3 GiB limit)\n", exact.seconds);
     const Bounded old = search_with_limit(old_request, context, old_limit_seconds);
     if (old.finished)
       std::printf("  old      %8.3f s  %10.1f tokens/s  speedup %.1fx, throughput ratio %.4f\n",
                   old.seconds, old.tokens_per_second, old.seconds / fast.seconds,
-                  old.tokens_per_second > 0 ? tokens(fast.result) / old.tokens_per_second : 0.0);
+                  throughput_ratio(tokens(fast.result), old.tokens_per_second));
     else
       std::printf("  old      > %.1f s (stopped at the time or 3 GiB limit)  speedup > %.0fx\n", old.seconds,
                   old.seconds / fast.seconds);
@@ -354,13 +366,7 @@ int main(int argc, char** argv) {
     plain_request.options.heuristics = false;
     const bool run_plain = !skip_baseline && (index < 2 || !quick);
     const Timed plain = run_plain ? timed_search(plain_request, context, 1) : Timed{};
-    // Today's search before issue 13: one GPU type per stage (no mixed-type stages).
-    fp::SearchRequest one_type_request = request;
-    one_type_request.options.mix_types_within_stage = false;
-    const Timed one_type = timed_search(one_type_request, context, quick ? 1 : 3);
-    std::printf("%s\n", scenario.name);
-    std::printf("  one type %8.3f s  %10.0f tokens/s  (one GPU type per stage, as before issue 13)\n",
-                one_type.seconds, tokens(one_type.result));
+    const Timed one_type = timed_one_type_search(scenario.name, request, context, quick ? 1 : 3);
     std::printf("  search   %8.3f s  %10.0f tokens/s  %s  (%lld DP runs, %lld states, %lld evaluations)\n",
                 fast.seconds, tokens(fast.result),
                 fast.result.plans.empty() ? fast.result.failure.c_str()
@@ -377,13 +383,13 @@ int main(int argc, char** argv) {
                   "throughput ratio %.4f%s\n",
                   plain.seconds, tokens(plain.result), static_cast<long long>(plain.result.stats.dp_states),
                   plain.seconds / fast.seconds,
-                  tokens(plain.result) > 0 ? tokens(fast.result) / tokens(plain.result) : 0.0,
+                  throughput_ratio(tokens(fast.result), tokens(plain.result)),
                   plain.result.rejection_counts.count("truncated") ? " (some DPs truncated)" : "");
     std::printf("  mixed-type stages: time %.2fx of one type per stage, throughput ratio %.4f\n",
                 fast.seconds / one_type.seconds,
-                tokens(one_type.result) > 0 ? tokens(fast.result) / tokens(one_type.result) : 0.0);
+                throughput_ratio(tokens(fast.result), tokens(one_type.result)));
     std::printf("  speedup over baseline %.1fx, throughput ratio %.4f", slow.seconds / fast.seconds,
-                tokens(slow.result) > 0 ? tokens(fast.result) / tokens(slow.result) : 0.0);
+                throughput_ratio(tokens(fast.result), tokens(slow.result)));
     if (scenario.sailor_seconds > 0) std::printf(", Sailor reported %.1f s", scenario.sailor_seconds);
     if (scenario.goal_seconds > 0) {
       const bool met = fast.seconds < scenario.goal_seconds;

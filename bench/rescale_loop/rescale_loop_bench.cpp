@@ -28,6 +28,7 @@
 #include "common/pod_plan.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "tests/common/sample_pod_plan.h"
 #include "tests/devcluster/devcluster_process.h"
 
 namespace fs = std::filesystem;
@@ -64,20 +65,7 @@ struct Bench {
   fs::path corpus;
 
   PodPlan plan(int pp, std::int64_t epoch, const fs::path& ck) const {
-    PodPlan p;
-    p.job = "default/bench";
-    p.epoch = epoch;
-    p.barrier = epoch;
-    p.model = "small";
-    p.global_batch_size = 4;
-    p.micro_batch_size = 1;
-    p.virtual_shards = 1;
-    p.train_steps = 1000000;
-    p.world_size = pp;
-    p.pp = pp;
-    p.dp = 1;
-    p.data_path = corpus.string();
-    p.checkpoint_dir = ck.string();
+    PodPlan p = flotilla::testing::small_pipeline_plan("default/bench", pp, epoch, 1000000, corpus.string(), ck.string());
     for (int r = 0; r < pp; ++r) p.ranks.push_back(r);
     p.rendezvous_pod = "";
     return p;

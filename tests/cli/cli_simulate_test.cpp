@@ -40,6 +40,15 @@ Run run(const std::string& args, const fs::path& cwd = {}) {
   return r;
 }
 
+// Why a replay through the binary skips, or "" when it runs: it needs the built binary and
+// Sailor's profiles and network fits.
+std::string replay_skip_reason() {
+  if (!fs::exists(kBinary)) return "build the flotilla target first: " + kBinary.string();
+  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
+    return flotilla::data_missing_message("sailor/profiles");
+  return "";
+}
+
 fs::path write(const std::string& name, const std::string& text) {
   const auto p = fs::temp_directory_path() / ("flotilla_cli_sim_" + std::to_string(::getpid()) + name);
   std::ofstream(p) << text;
@@ -154,9 +163,7 @@ TEST(ScalerCliSimulate, GarbledNumbersAndStrayWordsAreOneLine) {
 // 1000 s and ends 70 s x X4 ahead of greedy, X4 = the fastest plan on <= 4 GPUs (from the
 // command's own plan list; the difference is computed here, not printed by the command).
 TEST(ScalerCliSimulateAvailability, ShortGainByHandThroughTheBinary) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
-  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
-    GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  if (const std::string why = replay_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   const auto trace = write("avail.json",
                            R"([{"Time":0,"GPUs":8},{"Time":500,"GPUs":4},{"Time":1000,"GPUs":8},)"
                            R"({"Time":1010,"GPUs":4},{"Time":2000,"GPUs":4}])");
@@ -193,9 +200,7 @@ TEST(ScalerCliSimulateAvailability, ShortGainByHandThroughTheBinary) {
 
 // The last --policy wins: `greedy` then `all` replays all three, `all` then `greedy` only greedy.
 TEST(ScalerCliSimulateAvailability, LastPolicyFlagWinsAllIncluded) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
-  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
-    GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  if (const std::string why = replay_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   const auto trace = write("policies.json", R"([{"Time":0,"GPUs":4},{"Time":600,"GPUs":2}])");
   const std::string base = "availability --trace " + trace.string() +
                            " --model OPT-350 --gpu A100-40 --restart-seconds 60 --json";
@@ -262,9 +267,7 @@ TEST(ScalerCliSimulateAvailability, BadInputIsOneLine) {
 // split: ~1.4 GB of activations per layer and micro-batch at TP 1); materialised scores (5*a*s^2/t
 // = 2.7 GB per layer even at TP 4) fit nowhere, in one line.
 TEST(ScalerCliSimulateAvailability, LlamaRunsWithFlashAttentionByDefault) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "build the flotilla target first: " << kBinary;
-  if (!flotilla::data_path("sailor/profiles") || !flotilla::data_path("sailor/network"))
-    GTEST_SKIP() << flotilla::data_missing_message("sailor/profiles");
+  if (const std::string why = replay_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   const auto trace = write("llama.json", R"([{"Time":0,"GPUs":16},{"Time":600,"GPUs":8},{"Time":1200,"GPUs":8}])");
   const std::string base = "availability --trace " + trace.string() + " --model LLAMA-3-8 --gpu A100-40 --restart-seconds 60";
   const auto r = run(base + " --json");

@@ -1,5 +1,6 @@
 // The operator <-> sidecar annotations: round trips, and refusals that name the field.
 #include "common/pod_plan.h"
+#include "tests/common/sample_pod_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -7,28 +8,7 @@
 
 namespace {
 
-flotilla::PodPlan sample_plan() {
-  flotilla::PodPlan p;
-  p.job = "team-a/demo";
-  p.epoch = 3;
-  p.barrier = 2;
-  p.model = "small";
-  p.global_batch_size = 8;
-  p.micro_batch_size = 2;
-  p.virtual_shards = 4;
-  p.train_steps = 30;
-  p.world_size = 6;
-  p.pp = 3;
-  p.dp = 2;
-  p.partition = "0:2,2:4,4:6";
-  p.data_path = "/data/tiny.txt";
-  p.checkpoint_dir = "/ckpt";
-  p.checkpoint_every_steps = 5;
-  p.loss_log = "/ckpt/loss.log";
-  p.ranks = {3, 4, 5};
-  p.rendezvous_pod = "demo-w-0";
-  return p;
-}
+flotilla::PodPlan sample_plan() { return flotilla::testing::sample_pod_plan(); }
 
 template <class T>
 const T& ok(const std::variant<T, std::string>& v) {

@@ -94,11 +94,11 @@ TEST_F(TrainingJobCrd, BadManifestIsRefusedWithFieldPaths) {
   write_text(dc_.dir() / "bad.yaml", kBadJob);
   auto r = dc_.kubectl("apply -f " + (dc_.dir() / "bad.yaml").string());
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("spec.checkpoint.path: Required value"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("spec.elasticity.mode: Unsupported value: \"loose\""), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("spec.globalBatchSize: Invalid value: -8"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("spec.trainSteps: Invalid value: 0"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("spec.worker.kind: Unsupported value: \"pytorch\""), std::string::npos) << r.output;
+  for (const char* refusal :
+       {"spec.checkpoint.path: Required value", "spec.elasticity.mode: Unsupported value: \"loose\"",
+        "spec.globalBatchSize: Invalid value: -8", "spec.trainSteps: Invalid value: 0",
+        "spec.worker.kind: Unsupported value: \"pytorch\""})
+    EXPECT_NE(r.output.find(refusal), std::string::npos) << refusal << "\n" << r.output;
   // A manifest without a spec at all, or without the model, names what is missing.
   write_text(dc_.dir() / "nospec.yaml", "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\n");
   r = dc_.kubectl("apply -f " + (dc_.dir() / "nospec.yaml").string());
@@ -118,12 +118,8 @@ TEST_F(TrainingJobCrd, PrinterColumnsShowThePlanAndStatusIsASubresource) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = dc_.kubectl("get tj demo");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("PHASE"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("TOKENS/S"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("Running"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("PP3·DP2·TP1"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" 6 "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" 17 "), std::string::npos) << r.output;
+  for (const char* column : {"PHASE", "TOKENS/S", "Running", "PP3·DP2·TP1", " 6 ", " 17 "})
+    EXPECT_NE(r.output.find(column), std::string::npos) << column << "\n" << r.output;
   // The status subresource ignores spec changes, as kube-apiserver does.
   r = dc_.kubectl("get tj demo -o jsonpath={.spec.trainSteps}/{.status.plan.epoch}");
   EXPECT_EQ(r.output, "30/2");

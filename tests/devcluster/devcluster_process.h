@@ -18,8 +18,9 @@
 #include <string>
 #include <thread>
 
-#include "process/poll_until.h"
+#include "common/text_file.h"
 #include "kube/net/http_client.h"
+#include "process/poll_until.h"
 #include "process/spawn.h"
 #include "tests/common/tools.h"
 
@@ -29,12 +30,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-inline std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::read_text;
 
 inline void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p);

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "devcluster_process.h"
 
@@ -248,7 +250,8 @@ TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
   for (; sent < kRequests && std::chrono::steady_clock::now() < deadline; ++sent) {
     const Target& t = ts[f.pick(ts.size())];
     std::string method, path = t.item, content_type = "application/json", body;
-    switch (f.pick(11) / 2) {
+    const int kind = f.pick(11) / 2;
+    switch (kind) {
       case 0: {
         method = "POST";
         path = t.collection;
@@ -256,19 +259,17 @@ TEST(DevclusterFuzz, HostileBodiesGet2xxOr4xxAndTheDataDirRestarts) {
         break;
       }
       case 1:
-        method = "PUT";
-        body = f.render(f.mutate_tree(t.seed));
-        break;
       case 2:
-        method = "PATCH";
-        content_type = "application/merge-patch+json";
+      case 3: {
+        // A whole mutated object, sent as a replacement, a merge patch or a strategic merge patch.
+        static const std::pair<const char*, const char*> kWrites[] = {
+            {"PUT", "application/json"},
+            {"PATCH", "application/merge-patch+json"},
+            {"PATCH", "application/strategic-merge-patch+json"}};
+        std::tie(method, content_type) = kWrites[kind - 1];
         body = f.render(f.mutate_tree(t.seed));
         break;
-      case 3:
-        method = "PATCH";
-        content_type = "application/strategic-merge-patch+json";
-        body = f.render(f.mutate_tree(t.seed));
-        break;
+      }
       case 4:
         method = "PATCH";
         content_type = "application/json-patch+json";

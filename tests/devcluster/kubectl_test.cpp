@@ -1,6 +1,8 @@
 // Real kubectl against a real devcluster process: the fidelity test of issue 4.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "devcluster_process.h"
 
 using namespace devcluster_test;
@@ -46,12 +48,22 @@ std::string job(const std::string& name, const std::string& batch) {
          "\n  namespace: team-a\nspec:\n  model: llama-3-8b\n  globalBatchSize: " + batch + "\n";
 }
 
+// Each test drives its own devcluster (its folder named after the test) with the real kubectl,
+// which is missing only where scripts/install-tools.sh has not run: then the test skips.
+class DevclusterKubectl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
+    dc_ = std::make_unique<DevclusterProcess>(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(dc_->start()) << read_text(dc_->dir() / "devcluster.log");
+  }
+  std::unique_ptr<DevclusterProcess> dc_;
+};
+
 }  // namespace
 
-TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatch) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
-  DevclusterProcess dc("kubectl");
-  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+TEST_F(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatch) {
+  DevclusterProcess& dc = *dc_;
 
   auto r = dc.kubectl("create namespace team-a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -122,10 +134,8 @@ TEST(DevclusterKubectl, NamespaceCrdCustomResourcesPrinterColumnsPatchDeleteWatc
   EXPECT_NE(w.find("DELETED    good"), std::string::npos) << w;
 }
 
-TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
-  DevclusterProcess dc("nodes");
-  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+TEST_F(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
+  DevclusterProcess& dc = *dc_;
   auto r = dc.kubectl("get nodes -l nvidia.com/gpu.product=H100-80GB -o jsonpath={.items[*].metadata.name}");
   EXPECT_EQ(r.output, "h100-0") << r.output;
   r = dc.kubectl("get node a100-0 -o 'jsonpath={.status.allocatable.nvidia\\.com/gpu}/{.metadata.labels.topology\\.kubernetes\\.io/zone}'");
@@ -152,10 +162,8 @@ TEST(DevclusterKubectl, NodesAreVirtualGpuNodesAndCordonWorks) {
 
 // kubectl debug PATCHes pods/<name>/ephemeralcontainers; kubectl v1.32 reads details.name of a
 // 404 without a nil check, so a Status without details made it panic.
-TEST(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanicking) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
-  DevclusterProcess dc("debug");
-  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+TEST_F(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanicking) {
+  DevclusterProcess& dc = *dc_;
   auto r = dc.kubectl("run p1 --image=busybox");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = dc.kubectl("debug p1 --image=busybox");
@@ -171,10 +179,8 @@ TEST(DevclusterKubectl, DebugSaysEphemeralContainersAreUnsupportedInsteadOfPanic
 
 // devcluster has no RBAC, so the true answer to `kubectl auth can-i` is yes (it used to be a
 // 404 "could not find the requested resource").
-TEST(DevclusterKubectl, AuthCanIAnswersYesForTheAdmin) {
-  if (!DevclusterProcess::have_kubectl()) GTEST_SKIP() << flotilla::testing::tool_missing_message("kubectl");
-  DevclusterProcess dc("cani");
-  ASSERT_TRUE(dc.start()) << read_text(dc.dir() / "devcluster.log");
+TEST_F(DevclusterKubectl, AuthCanIAnswersYesForTheAdmin) {
+  DevclusterProcess& dc = *dc_;
   auto r = dc.kubectl("auth can-i delete pods -n kube-system");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "yes\n");

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text_file.h"
 #include "kube/yaml_json.h"
 #include "tests/common/tools.h"
 #include "tests/devcluster/devcluster_process.h"
@@ -28,15 +29,17 @@ using Json = nlohmann::json;
 inline fs::path chart_dir() { return fs::path(FLOTILLA_SOURCE_DIR) / "helm/flotilla"; }
 inline fs::path values_dir() { return fs::path(FLOTILLA_SOURCE_DIR) / "tests/helm/values"; }
 
-inline std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::read_text;
 
 inline bool helm_available() {
   return devcluster_test::run_command(flotilla::testing::tool_path("helm") + " version --short").exit_code == 0;
+}
+
+// Why a chart test skips, or "" when it must run: only a build without scripts/install-tools.sh
+// and without helm on PATH skips; once the tools are installed a broken helm fails the test.
+inline std::string helm_skip_reason() {
+  if (flotilla::testing::tools_installed() || helm_available()) return "";
+  return flotilla::testing::tool_missing_message("helm");
 }
 
 struct Rendered {

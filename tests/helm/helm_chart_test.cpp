@@ -24,8 +24,7 @@ const char* kApi = " --api-versions monitoring.coreos.com/v1";
 class HelmChart : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!flotilla::testing::tools_installed() && !flotilla::helm_test::helm_available())
-      GTEST_SKIP() << flotilla::testing::tool_missing_message("helm");
+    if (const std::string why = flotilla::helm_test::helm_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     scratch_ = fs::temp_directory_path() /
                ("flotilla-helm-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
                 std::to_string(getpid()));
@@ -100,11 +99,9 @@ TEST_F(HelmChart, DefaultsRunOneLeaderElectedHardenedOperator) {
   const Json pod = d["spec"]["template"]["spec"];
   const Json c = pod["containers"][0];
   const auto args = args_of(d);
-  EXPECT_TRUE(has(args, "--leader-elect"));
-  EXPECT_TRUE(has(args, "--lease-name=flotilla-operator"));
-  EXPECT_TRUE(has(args, "--lease-namespace=flotilla-system"));
-  EXPECT_TRUE(has(args, "--health-addr=:8081"));
-  EXPECT_TRUE(has(args, "--metrics-addr=:8080"));
+  for (const char* flag : {"--leader-elect", "--lease-name=flotilla-operator", "--lease-namespace=flotilla-system",
+                           "--health-addr=:8081", "--metrics-addr=:8080"})
+    EXPECT_TRUE(has(args, flag)) << flag;
   // Probes on the health port, by the port's name.
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
   EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -304,12 +301,10 @@ TEST_F(HelmChart, ScalingPolicyCatalogAndWatchedNamespaceReachTheOperator) {
   const Rendered r = render_ok(values("policy.yaml"));
   const Json d = r.find("Deployment");
   const auto args = args_of(d);
-  EXPECT_TRUE(has(args, "--benefit-threshold=0.8"));
-  EXPECT_TRUE(has(args, "--arrival-window-seconds=3600"));
-  EXPECT_TRUE(has(args, "--min-rescale-interval-seconds=300"));
-  EXPECT_TRUE(has(args, "--no-preemption"));
-  EXPECT_TRUE(has(args, "--namespace=team-a"));
-  EXPECT_TRUE(has(args, "--gpu-catalog=/etc/flotilla/gpu-catalog.yaml"));
+  for (const char* flag :
+       {"--benefit-threshold=0.8", "--arrival-window-seconds=3600", "--min-rescale-interval-seconds=300",
+        "--no-preemption", "--namespace=team-a", "--gpu-catalog=/etc/flotilla/gpu-catalog.yaml"})
+    EXPECT_TRUE(has(args, flag)) << flag;
   const Json cm = r.find("ConfigMap", "flotilla-gpu-catalog");
   ASSERT_FALSE(cm.is_null());
   EXPECT_NE(cm["data"]["gpu-catalog.yaml"].get<std::string>().find("emu-slow"), std::string::npos);

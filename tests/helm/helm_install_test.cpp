@@ -27,8 +27,7 @@ const char* kOperatorAccount = "system:serviceaccount:flotilla-system:flotilla";
 class HelmInstall : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!flotilla::testing::tools_installed() && !flotilla::helm_test::helm_available())
-      GTEST_SKIP() << flotilla::testing::tool_missing_message("helm");
+    if (const std::string why = flotilla::helm_test::helm_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     dc_ = std::make_unique<devcluster_test::DevclusterProcess>(
         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     devcluster_test::write_text(dc_->dir() / "nodes.yaml",

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text_file.h"
 #include "process/spawn.h"
 
 namespace fs = std::filesystem;
@@ -97,12 +98,7 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using flotilla::read_text;
 
 // "KEY=value" lines of build/images/inputs.env (what CMake told the image scripts).
 std::map<std::string, std::string> build_inputs() {

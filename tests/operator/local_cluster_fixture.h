@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/text_file.h"
 #include "process/poll_until.h"
 #include "tests/common/tools.h"
 #include "tests/devcluster/devcluster_process.h"
@@ -31,12 +32,7 @@ using devcluster_test::run_command;
 
 inline std::string bin(const std::string& rel) { return std::string(FLOTILLA_BINARY_DIR) + "/" + rel; }
 
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 // An emulated GPU type 1/1000 of a TFLOP/s fast, so the small reference model gains from
 // pipelining and the planner scales it up (docs/operator.md).

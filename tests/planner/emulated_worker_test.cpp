@@ -19,10 +19,12 @@
 #include <vector>
 
 #include "common/progress_line.h"
+#include "common/text_file.h"
 #include "planner/evaluate.h"
 #include "planner/plan_and_place.h"
 #include "process/free_port.h"
 #include "process/spawn.h"
+#include "tests/planner/stage_dp_setup.h"
 
 namespace {
 
@@ -40,19 +42,7 @@ std::string demo_catalog() {
   return text.str();
 }
 
-struct World {
-  GpuCatalog catalog;
-  ComputeModel compute{nullptr};
-  NetworkModel network = default_network_model();
-  explicit World(const std::string& yaml) { catalog = apply_catalog_override(builtin_gpu_catalog(), yaml).value(); }
-  EvalContext context() const {
-    EvalContext c;
-    c.catalog = &catalog;
-    c.compute = &compute;
-    c.network = &network;
-    return c;
-  }
-};
+GpuCatalog catalog_with(const std::string& yaml) { return apply_catalog_override(builtin_gpu_catalog(), yaml).value(); }
 
 PlaceRequest small_job() {
   PlaceRequest r;
@@ -87,12 +77,7 @@ struct Runs {
   }
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 class EmulatedWorker : public ::testing::Test {
  protected:
@@ -171,7 +156,7 @@ EmulatedGpu emulated(const World& w, const std::string& type) {
 }
 
 TEST_F(EmulatedWorker, FewerLayersOnTheSlowGpuBeatAnEvenSplitAsPredicted) {
-  const World world(demo_catalog());
+  const World world(catalog_with(demo_catalog()));
   ClusterSpec cluster;
   cluster.nodes = {node("fast-0", "emu-fast", 1), node("slow-0", "emu-slow", 1)};
   PlaceRequest request = small_job();
@@ -214,7 +199,7 @@ TEST_F(EmulatedWorker, FewerLayersOnTheSlowGpuBeatAnEvenSplitAsPredicted) {
 }
 
 TEST_F(EmulatedWorker, APlanPredictedToFitFitsAndAWrongCapacityHitsTheEmulatedOutOfMemory) {
-  const World world(demo_catalog());
+  const World world(catalog_with(demo_catalog()));
   const EmulatedGpu small = emulated(world, "emu-small");
   ClusterSpec cluster;
   cluster.nodes = {node("small-0", "emu-small", 2)};
@@ -243,7 +228,7 @@ TEST_F(EmulatedWorker, APlanPredictedToFitFitsAndAWrongCapacityHitsTheEmulatedOu
   ASSERT_NE(wrong.find("memory_bytes: 4600000"), std::string::npos) << "emu-small's memory changed: update this test";
   wrong.replace(wrong.find("memory_bytes: 4600000"), std::string("memory_bytes: 4600000").size(),
                 "memory_bytes: 64000000");
-  const World misinformed(wrong);
+  const World misinformed(catalog_with(wrong));
   ClusterSpec one;
   one.nodes = {node("small-0", "emu-small", 1)};
   const PlaceResult wrong_plan = plan_and_place(small_job(), one, misinformed.context());

@@ -13,17 +13,15 @@
 namespace flotilla::planner {
 namespace {
 
-// A 4-layer Llama-2-7B slice: ~1.07 B parameters, ~19 GB of weights and optimizer state at
-// 18 B/parameter: more than one V100-16 holds, so it needs a pipeline there.
-ModelSpec small_llama() {
-  ModelSpec model = *find_preset("llama-2-7b");
-  model.name = "llama-2-7b-4l";
-  model.num_layers = 4;
-  return model;
-}
-
 ClusterNode node(std::string name, std::string gpu, int free_gpus, std::string zone = "z") {
   return ClusterNode{std::move(name), std::move(gpu), free_gpus, zone, zone};
+}
+
+// Two 8-GPU nodes, one A100-40 and one V100-16.
+ClusterSpec one_a100_and_one_v100_node() {
+  ClusterSpec cluster;
+  cluster.nodes = {node("a0", "A100-40", 8), node("v0", "V100-16", 8)};
+  return cluster;
 }
 
 PlaceRequest request_for(ModelSpec model, int gbs) {
@@ -32,6 +30,13 @@ PlaceRequest request_for(ModelSpec model, int gbs) {
   request.global_batch_size = gbs;
   request.worker.micro_batch_sizes = {1, 2, 4};
   request.max_plans = 4;
+  return request;
+}
+
+// The Llama slice at global batch 16 under the reference worker's limits (TP 1).
+PlaceRequest reference_worker_request() {
+  PlaceRequest request = request_for(small_llama(), 16);
+  request.worker = reference_worker_constraints();
   return request;
 }
 
@@ -133,10 +138,8 @@ TEST(PlanAndPlace, GpuCountRangeIsRespected) {
 
 TEST(PlanAndPlace, ReferenceWorkerGetsOnlyTpOneStages) {
   const World world;
-  ClusterSpec cluster;
-  cluster.nodes = {node("a0", "A100-40", 8), node("v0", "V100-16", 8)};
-  PlaceRequest request = request_for(small_llama(), 16);
-  request.worker = reference_worker_constraints();
+  const ClusterSpec cluster = one_a100_and_one_v100_node();
+  PlaceRequest request = reference_worker_request();
   const PlaceResult result = plan_and_place(request, cluster, world.context());
   expect_valid_placement(result, cluster);
   for (const RankedPlan& ranked : result.search.plans)
@@ -147,10 +150,8 @@ TEST(PlanAndPlace, ReferenceWorkerGetsOnlyTpOneStages) {
 // two replicas per stage, and the same request without it finds plans with other degrees.
 TEST(PlanAndPlace, FixedDataParallelDegreeIsKept) {
   const World world;
-  ClusterSpec cluster;
-  cluster.nodes = {node("a0", "A100-40", 8), node("v0", "V100-16", 8)};
-  PlaceRequest request = request_for(small_llama(), 16);
-  request.worker = reference_worker_constraints();
+  const ClusterSpec cluster = one_a100_and_one_v100_node();
+  PlaceRequest request = reference_worker_request();
   request.worker.dp_degrees = {2};
   const PlaceResult fixed = plan_and_place(request, cluster, world.context());
   expect_valid_placement(fixed, cluster);

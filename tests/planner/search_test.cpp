@@ -13,14 +13,6 @@
 namespace flotilla::planner {
 namespace {
 
-// A 4-layer Llama-2-7B slice: 6 blocks, big enough that V100-16 cannot hold it whole.
-ModelSpec small_llama() {
-  ModelSpec model = *find_preset("llama-2-7b");
-  model.name = "llama-2-7b-4l";
-  model.num_layers = 4;
-  return model;
-}
-
 // A 4-layer GPT-Neo slice (tied embeddings, learned positions).
 ModelSpec small_neo() {
   ModelSpec model = *find_preset("gpt-neo-2.7b");

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "common/data_path.h"
+#include "common/text_file.h"
 #include "planner/calibration.h"
 #include "planner/evaluate.h"
 #include "planner/gpu_catalog.h"
@@ -33,12 +34,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 struct Stats {
   double sum_abs = 0;

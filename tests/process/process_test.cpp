@@ -11,15 +11,17 @@
 #include <system_error>
 #include <thread>
 
-#include "process/poll_until.h"
+#include "common/text_file.h"
 #include "process/child.h"
 #include "process/fork_call.h"
 #include "process/group_signal.h"
 #include "process/job_lock.h"
+#include "process/poll_until.h"
 #include "process/proc_table.h"
 #include "process/process_group.h"
 #include "process/spawn.h"
 #include "process/stop_flag.h"
+#include "tests/process/lock_holder.h"
 
 namespace fs = std::filesystem;
 namespace fp = flotilla::process;
@@ -34,12 +36,7 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 // Exists and is not a zombie.
 bool alive(pid_t pid) {
@@ -221,23 +218,9 @@ TEST(JobLock, SecondAcquireNamesTheHolderAndStopRunningJobWaitsForRelease) {
   EXPECT_EQ(holder, ::getpid());
   first.reset();
   // A holder in another process: stop_running_job SIGTERMs it and waits for the release.
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  fp::Child other = fp::fork_call([&] {
-    pid_t ignored = 0;
-    auto lock = fp::JobLock::try_acquire(dir, &ignored);
-    fp::install_stop_handlers();
-    char ready = lock ? 1 : 0;
-    (void)!::write(fds[1], &ready, 1);
-    while (!fp::stop_requested()) ::usleep(1000);
-    ::usleep(100 * 1000);  // "writing a checkpoint"
-    return 0;
-  });
-  ::close(fds[1]);
-  char ready = 0;
-  ASSERT_EQ(::read(fds[0], &ready, 1), 1);
-  ::close(fds[0]);
-  ASSERT_EQ(ready, 1);
+  bool holds_lock = false;
+  fp::Child other = flotilla::testing::fork_lock_holder(dir, holds_lock);
+  ASSERT_TRUE(holds_lock);
   EXPECT_FALSE(fp::JobLock::try_acquire(dir, &holder));
   EXPECT_EQ(holder, other.pid());
   pid_t stopped = 0;

@@ -16,11 +16,7 @@ ScaleTable table() {
 
 TEST(ScalerDecide, ScalesUpWithTheMeasuredRestartTime) {
   const auto t = table();
-  JobSnapshot j;
-  j.current_gpus = 16;
-  j.free_gpus = 20;
-  j.arrival_rate_per_s = 1.0 / 3600;
-  j.measured_restart_s = 120;
+  const JobSnapshot j{.current_gpus = 16, .free_gpus = 20, .arrival_rate_per_s = 1.0 / 3600, .measured_restart_s = 120};
   const auto d = decide(t, j);
   // 16 -> 32: S = 1.8, S/(S-1) = 2.25, 2.25 * 120 / 3600 = 0.075 < 0.51.
   EXPECT_EQ(d.action, ScaleAction::scale_up);
@@ -34,11 +30,7 @@ TEST(ScalerDecide, ScalesUpWithTheMeasuredRestartTime) {
 
 TEST(ScalerDecide, BenefitCheckCanRefuse) {
   const auto t = table();
-  JobSnapshot j;
-  j.current_gpus = 24;
-  j.free_gpus = 8;
-  j.arrival_rate_per_s = 1.0 / 600;
-  j.measured_restart_s = 120;
+  const JobSnapshot j{.current_gpus = 24, .free_gpus = 8, .arrival_rate_per_s = 1.0 / 600, .measured_restart_s = 120};
   // 24 -> 32: S = 1.8/1.4 = 1.2857, S/(S-1) = 4.5, 4.5 * 120 / 600 = 0.9 > 0.51.
   const auto d = decide(t, j);
   EXPECT_EQ(d.action, ScaleAction::keep);

@@ -21,6 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Samples per second of the table's best plan within `gpus`, at the tests' global batch of 2048.
+double samples_per_s(const flotilla::scaler::ScaleTable& t, int gpus) { return 2048 / t.best_within(gpus)->iteration_s; }
+
 // The planner's table for `model` on A100-40 with Sailor's measured profiles and network fits.
 // Empty (with the reason in *skip) when the data is absent.
 std::optional<AvailabilityTable> planner_table(const char* model, int max_gpus, std::string* skip,
@@ -193,7 +196,7 @@ TEST(ScalerAvailabilityReplay, LongGainTakenByBothByHand) {
   const auto at = planner_table("OPT-350", 8, &skip);
   if (!at) GTEST_SKIP() << skip;
   const auto& t = *at->table;
-  const double x4 = 2048 / t.best_within(4)->iteration_s, x8 = 2048 / t.best_within(8)->iteration_s;
+  const double x4 = samples_per_s(t, 4), x8 = samples_per_s(t, 8);
   const std::vector<AvailabilityPoint> trace = {{0, 4}, {100, 8}, {10000, 8}};
   for (auto p : {kGreedy, kFlex}) {
     const auto r = replay_availability(trace, t, params(p, 60, 0.6, 3600));
@@ -233,7 +236,7 @@ TEST(ScalerAvailabilityReplay, RefusedGainIsTakenOnceTheDropLeavesTheWindowByHan
   const auto at = planner_table("OPT-350", 8, &skip);
   if (!at) GTEST_SKIP() << skip;
   const auto& t = *at->table;
-  const double x4 = 2048 / t.best_within(4)->iteration_s, x8 = 2048 / t.best_within(8)->iteration_s;
+  const double x4 = samples_per_s(t, 4), x8 = samples_per_s(t, 8);
   const std::vector<AvailabilityPoint> trace = {{0, 8}, {500, 4}, {1000, 8}, {1100, 8}, {5000, 8}};
   const auto g = replay_availability(trace, t, params(kGreedy, 60, 0.95, 600));
   const auto f = replay_availability(trace, t, params(kFlex, 60, 0.95, 600));
@@ -255,7 +258,7 @@ TEST(ScalerAvailabilityReplay, StoppedJobComesBackOnAllFreeGpusUnlessStaticByHan
   const auto& t = *at->table;
   ASSERT_EQ(t.best_within(4)->gpus, 4);
   ASSERT_EQ(t.best_within(8)->gpus, 8);
-  const double x4 = 2048 / t.best_within(4)->iteration_s, x8 = 2048 / t.best_within(8)->iteration_s;
+  const double x4 = samples_per_s(t, 4), x8 = samples_per_s(t, 8);
   const std::vector<AvailabilityPoint> trace = {{0, 4}, {100, 0}, {200, 8}, {1000, 8}};
   for (auto p : {kGreedy, kFlex}) {
     const auto r = replay_availability(trace, t, params(p, 60, 0.6, 3600));
@@ -278,7 +281,7 @@ TEST(ScalerAvailabilityReplay, StaticLateStartKeepsItsFirstSizeByHand) {
   if (!at) GTEST_SKIP() << skip;
   const auto& t = *at->table;
   ASSERT_EQ(t.best_within(4)->gpus, 4);
-  const double x4 = 2048 / t.best_within(4)->iteration_s;
+  const double x4 = samples_per_s(t, 4);
   const std::vector<AvailabilityPoint> trace = {{0, 0}, {100, 4}, {200, 0}, {300, 8}, {1000, 8}};
   const auto st = replay_availability(trace, t, params(kStatic, 60, 0.6, 3600));
   EXPECT_NEAR(st.samples, 680 * x4, 1e-6 * st.samples);

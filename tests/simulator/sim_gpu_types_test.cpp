@@ -21,6 +21,13 @@ const JobOutcome& job(const SimResult& r, const std::string& id) {
 // GPT-Neo-2.7B with DP 1, PP = GPUs: at 4 GPUs the planner's memory model puts stage 0 at
 // ~35 GB, so it fits A100-40 and A100-80 but not V100-16.
 std::vector<PlannerBand> small_bands() { return {{4, "GPT-Neo-2.7B", 1, 1, 64, false}}; }
+// Static FCFS rescales nothing, so where each job lands is the placement's choice alone.
+SimResult simulate_static_fcfs(const std::vector<TraceJob>& trace, const std::vector<SimNode>& nodes) {
+  SimOptions o;
+  o.policy = Policy::static_fcfs;
+  return simulate(trace, nodes, o);
+}
+
 SimOptions all_elastic_from_4_gpus(Policy p) {
   SimOptions o;
   o.policy = p;
@@ -188,9 +195,7 @@ TEST(ScalerSimGpuTypes, AlibabaPodsKeepTheirGpuSpec) {
   const auto t = load_trace(pods->string());
   const auto c = load_cluster(nodes->string());
   ASSERT_TRUE(t.error.empty() && c.error.empty()) << t.error << c.error;
-  SimOptions o;
-  o.policy = Policy::static_fcfs;
-  const auto r = simulate(t.jobs, c.nodes, o);
+  const auto r = simulate_static_fcfs(t.jobs, c.nodes);
   EXPECT_TRUE(r.invariant_violations.empty()) << r.invariant_violations.front();
   EXPECT_EQ(r.metrics.unfinished_jobs, 0);
   std::map<std::string, const TraceJob*> by_id;
@@ -223,9 +228,7 @@ TEST(ScalerSimGpuTypes, UnconstrainedPodsBestFitAcrossTypesByHand) {
                                        {"c", 2, 100, 1, {}},
                                        {"d", 3, 100, 1, {}},
                                        {"e", 4, 100, 1, {"G2"}}};
-  SimOptions o;
-  o.policy = Policy::static_fcfs;
-  const auto r = simulate(trace, nodes, o);
+  const auto r = simulate_static_fcfs(trace, nodes);
   EXPECT_TRUE(r.invariant_violations.empty());
   EXPECT_EQ(job(r, "a").gpu_type, "V100M16");
   EXPECT_EQ(job(r, "b").gpu_type, "P100");
@@ -244,9 +247,7 @@ TEST(ScalerSimGpuTypes, PodPrefersOneNodeOfAnotherTypeOverSpanningByHand) {
   const std::vector<SimNode> nodes = {{"p0", "P100", "z", 2}, {"p1", "P100", "z", 2},
                                       {"t0", "T4", "z", 4}};
   const std::vector<TraceJob> trace = {{"four", 0, 100, 4, {}}, {"span", 1, 100, 4, {}}};
-  SimOptions o;
-  o.policy = Policy::static_fcfs;
-  const auto r = simulate(trace, nodes, o);
+  const auto r = simulate_static_fcfs(trace, nodes);
   EXPECT_TRUE(r.invariant_violations.empty());
   EXPECT_EQ(job(r, "four").gpu_type, "T4");
   // With the T4 node taken, spanning the two P100 nodes is what is left (4 > a P100 node).

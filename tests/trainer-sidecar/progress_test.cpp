@@ -13,16 +13,14 @@ namespace {
 
 std::string line(int rank, int stage, int dp, std::int64_t step, double loss, double tps,
                  std::vector<double> fwd, std::vector<double> bwd) {
-  StepProgress p;
-  p.rank = rank;
-  p.stage = stage;
-  p.dp_index = dp;
-  p.step = step;
-  p.loss = loss;
-  p.tokens_per_s = tps;
-  p.forward_seconds = std::move(fwd);
-  p.backward_seconds = std::move(bwd);
-  return format_step_line(p);
+  return format_step_line({.rank = rank,
+                           .stage = stage,
+                           .dp_index = dp,
+                           .step = step,
+                           .loss = loss,
+                           .tokens_per_s = tps,
+                           .forward_seconds = std::move(fwd),
+                           .backward_seconds = std::move(bwd)});
 }
 
 TEST(SidecarProgress, KeepsNewestStepLastStageLossAndMeanStageSeconds) {

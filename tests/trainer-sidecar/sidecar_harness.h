@@ -16,9 +16,11 @@
 #include <thread>
 
 #include "common/pod_plan.h"
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "tests/common/corpus.h"
+#include "tests/common/sample_pod_plan.h"
 #include "tests/devcluster/devcluster_process.h"
 
 namespace flotilla::sidecar::testing {
@@ -32,12 +34,7 @@ inline std::string bin(const std::string& rel) { return std::string(FLOTILLA_BIN
 inline std::string sidecar_binary() { return bin("trainer-sidecar/flotilla-sidecar"); }
 inline std::string worker_binary() { return bin("worker/flotilla-worker"); }
 
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string slurp(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 inline int count_lines(const fs::path& p) {
   std::ifstream in(p);
@@ -92,21 +89,9 @@ class SidecarCluster : public ::testing::Test {
   // The job's plan for one pod; epoch 1, barrier lifted.
   PodPlan plan(int pp, std::vector<int> ranks, std::int64_t steps, std::string rendezvous_pod = "p0",
                std::int64_t epoch = 1) const {
-    PodPlan p;
-    p.job = "default/j";
-    p.epoch = epoch;
-    p.barrier = epoch;
-    p.model = "small";
+    PodPlan p = flotilla::testing::small_pipeline_plan("default/j", pp, epoch, steps, corpus_.string(),
+                                                       (dir_ / "ck").string());
     p.seed = 1234;
-    p.global_batch_size = 4;
-    p.micro_batch_size = 1;
-    p.virtual_shards = 1;
-    p.train_steps = steps;
-    p.world_size = pp;
-    p.pp = pp;
-    p.dp = 1;
-    p.data_path = corpus_.string();
-    p.checkpoint_dir = (dir_ / "ck").string();
     p.checkpoint_every_steps = 2;
     p.loss_log = (dir_ / "loss.txt").string();
     p.ranks = std::move(ranks);

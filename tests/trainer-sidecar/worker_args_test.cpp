@@ -2,35 +2,14 @@
 // to the job the plan describes.
 #include <gtest/gtest.h>
 
+#include "tests/common/sample_pod_plan.h"
 #include "trainer-sidecar/worker_args.h"
 #include "worker/runtime/job_options.h"
 
 namespace flotilla::sidecar {
 namespace {
 
-PodPlan sample_plan() {
-  PodPlan p;
-  p.job = "ns/job";
-  p.epoch = 3;
-  p.barrier = 3;
-  p.model = "small";
-  p.seed = 77;
-  p.global_batch_size = 8;
-  p.micro_batch_size = 2;
-  p.virtual_shards = 4;
-  p.train_steps = 12;
-  p.world_size = 6;
-  p.pp = 3;
-  p.dp = 2;
-  p.partition = "0:1,1:4,4:6";
-  p.data_path = "/data/corpus.txt";
-  p.checkpoint_dir = "/ck";
-  p.checkpoint_every_steps = 5;
-  p.loss_log = "/ck/loss.txt";
-  p.ranks = {3, 4, 5};
-  p.rendezvous_pod = "pod-0";
-  return p;
-}
+PodPlan sample_plan() { return testing::sample_pod_plan(); }
 
 TEST(SidecarWorkerArgs, RoundTripsThroughTheWorkersParser) {
   const PodPlan plan = sample_plan();

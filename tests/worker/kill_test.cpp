@@ -34,14 +34,17 @@ std::map<int, pid_t> rank_pids(const fs::path& progress) {
   return pids;
 }
 
+// The small model's job with `layout` ("--pp 2 --steps 8"), a checkpoint every 2 steps, and
+// the checkpoints and loss log of run `name` kept apart in `dir` (ck_<name>, loss_<name>.txt).
+std::string job_flags(const std::string& layout, const fs::path& dir, const fs::path& data, const std::string& name) {
+  return " --model small " + layout + " --checkpoint-every 2 --data " + data.string() + " --checkpoint-dir " +
+         (dir / ("ck_" + name)).string() + " --loss-log " + (dir / ("loss_" + name + ".txt")).string();
+}
+
 void kill_rank_mid_checkpoint(int victim_rank) {
   auto dir = fresh_dir("kill_rank" + std::to_string(victim_rank));
   auto data = write_text_file(dir);
-  auto job = [&](const std::string& name) {
-    return " --model small --pp 2 --checkpoint-every 2 --steps 8 --data " + data.string() +
-           " --checkpoint-dir " + (dir / ("ck_" + name)).string() + " --loss-log " +
-           (dir / ("loss_" + name + ".txt")).string();
-  };
+  auto job = [&](const std::string& name) { return job_flags("--pp 2 --steps 8", dir, data, name); };
   ASSERT_EQ(run_command(worker_binary() + " run" + job("base")).exit_code, 0);
 
   // Every writer sleeps 60 s after its first unit file of the step-4 checkpoint.
@@ -139,11 +142,7 @@ TEST(Kill, StoppedRankEndsTheJobWithinTheReceiveTimeout) {
 TEST(Kill, SigkillOfANonWritingRankMidTrainingStopsThePeersAndARestartResumes) {
   auto dir = fresh_dir("kill_nonwriter");
   auto data = write_text_file(dir);
-  auto job = [&](const std::string& name) {
-    return " --model small --dp 2 --checkpoint-every 2 --steps 14 --data " + data.string() +
-           " --checkpoint-dir " + (dir / ("ck_" + name)).string() + " --loss-log " +
-           (dir / ("loss_" + name + ".txt")).string();
-  };
+  auto job = [&](const std::string& name) { return job_flags("--dp 2 --steps 14", dir, data, name); };
   ASSERT_EQ(run_command(worker_binary() + " run" + job("base")).exit_code, 0);
 
   const fs::path progress = dir / "progress.jsonl";

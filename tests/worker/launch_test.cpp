@@ -11,6 +11,7 @@
 
 #include "process/fork_call.h"
 #include "process/stop_flag.h"
+#include "tests/process/lock_holder.h"
 #include "worker/launch/checkpoint_folder.h"
 #include "worker/launch/resume_check.h"
 #include "worker/launch/start_job.h"
@@ -141,23 +142,9 @@ TEST(LaunchStartJob, SpawnFailureIsExitOneAndReleasesTheLock) {
 // then the new job starts under the lock.
 TEST(LaunchStartJob, RelaunchStopsTheRunningLauncherFirst) {
   auto dir = fresh_dir("relaunch");
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  process::Child old = process::fork_call([&] {
-    pid_t ignored = 0;
-    auto lock = process::JobLock::try_acquire(dir / "ck", &ignored);
-    process::install_stop_handlers();
-    char ready = lock ? 1 : 0;
-    (void)!::write(fds[1], &ready, 1);
-    while (!process::stop_requested()) ::usleep(1000);
-    ::usleep(100 * 1000);
-    return 0;
-  });
-  ::close(fds[1]);
-  char ready = 0;
-  ASSERT_EQ(::read(fds[0], &ready, 1), 1);
-  ::close(fds[0]);
-  ASSERT_EQ(ready, 1);
+  bool holds_lock = false;
+  process::Child old = testing::fork_lock_holder(dir / "ck", holds_lock);
+  ASSERT_TRUE(holds_lock);
   JobStart request;
   request.checkpoint_dir = dir / "ck";
   request.stop_running_job = true;

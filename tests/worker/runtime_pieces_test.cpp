@@ -158,22 +158,24 @@ std::string layout_error(int world, int pp, int dp, const std::string& partition
 }
 
 TEST(RuntimeLayout, ImpossibleLayoutsSayWhy) {
-  EXPECT_NE(layout_error(7, 7, 1, "", geometry(8, 1, 1)).find("exceeds the model's 6 units"),
-            std::string::npos);
-  EXPECT_NE(layout_error(3, 2, 1, "", geometry(8, 1, 1)).find("is not --pp x --dp"),
-            std::string::npos);
-  EXPECT_NE(layout_error(3, 1, 3, "", geometry(8, 1, 4)).find("does not divide --virtual-shards"),
-            std::string::npos);
-  EXPECT_NE(layout_error(1, 1, 1, "", geometry(8, 3, 1)).find("not divisible"),
-            std::string::npos);
-  EXPECT_NE(layout_error(2, 1, 2, "", geometry(6, 2, 2)).find("not divisible"),
-            std::string::npos);
-  EXPECT_NE(layout_error(2, 2, 1, "0:2,3:6", geometry(8, 1, 1)).find("contiguous"),
-            std::string::npos);
-  EXPECT_NE(layout_error(2, 2, 1, "0:2,2:5", geometry(8, 1, 1)).find("covers units"),
-            std::string::npos);
-  EXPECT_NE(layout_error(2, 2, 1, "0:2,2:x", geometry(8, 1, 1)).find("first:end"),
-            std::string::npos);
+  struct Case {
+    int world, pp, dp;
+    const char* partition;
+    BatchGeometry geometry;
+    const char* says;
+  };
+  const Case cases[] = {
+      {7, 7, 1, "", geometry(8, 1, 1), "exceeds the model's 6 units"},
+      {3, 2, 1, "", geometry(8, 1, 1), "is not --pp x --dp"},
+      {3, 1, 3, "", geometry(8, 1, 4), "does not divide --virtual-shards"},
+      {1, 1, 1, "", geometry(8, 3, 1), "not divisible"},
+      {2, 1, 2, "", geometry(6, 2, 2), "not divisible"},
+      {2, 2, 1, "0:2,3:6", geometry(8, 1, 1), "contiguous"},
+      {2, 2, 1, "0:2,2:5", geometry(8, 1, 1), "covers units"},
+      {2, 2, 1, "0:2,2:x", geometry(8, 1, 1), "first:end"},
+  };
+  for (const Case& c : cases)
+    EXPECT_NE(layout_error(c.world, c.pp, c.dp, c.partition, c.geometry).find(c.says), std::string::npos) << c.says;
   EXPECT_EQ(layout_error(2, 2, 1, "0:5,5:6", geometry(8, 1, 1)), "");
 }
 

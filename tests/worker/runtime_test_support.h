@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "common/text_file.h"
 #include "process/spawn.h"
 #include "tests/common/corpus.h"
 
@@ -62,12 +63,7 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_file(const std::filesystem::path& path) { return flotilla::read_text(path); }
 
 inline int count_lines(const std::filesystem::path& path) {
   std::string s = read_file(path);

@@ -24,11 +24,11 @@
 namespace flotilla::worker {
 
 struct GPTConfig {
-  int num_layers = 4;
-  int hidden = 64;
-  int heads = 4;
-  int seq_len = 64;
-  int vocab = 256;
+  int num_layers = 4;  // transformer blocks (L)
+  int hidden = 64;     // channels per token (C), the model width
+  int heads = 4;       // attention heads; must divide hidden
+  int seq_len = 64;    // tokens per sample (T), also the learned position table's length
+  int vocab = 256;     // token ids are 0..vocab-1; 256 makes any byte stream valid data
 
   int ffn_hidden() const { return 4 * hidden; }
   int head_dim() const { return hidden / heads; }
@@ -51,11 +51,11 @@ std::vector<std::string> gpt_preset_names();
 struct TrainConfig {
   float lr = 1e-3f;             // peak learning rate
   float min_lr_ratio = 0.1f;    // cosine decays to lr * min_lr_ratio
-  std::int64_t warmup_steps = 10;
+  std::int64_t warmup_steps = 10;   // linear ramp from lr/warmup_steps to lr
   std::int64_t total_steps = 1000;  // cosine horizon; steps beyond it stay at the minimum
-  float beta1 = 0.9f;
-  float beta2 = 0.95f;
-  float eps = 1e-8f;
+  float beta1 = 0.9f;               // AdamW first-moment decay
+  float beta2 = 0.95f;              // AdamW second-moment decay
+  float eps = 1e-8f;                // AdamW denominator guard
   float weight_decay = 0.1f;    // decoupled (AdamW), applied to matrices only
   float grad_clip_norm = 1.0f;  // <= 0 disables clipping
   std::uint64_t seed = 1234;    // weight init (and, for the runtime, data order)

@@ -1,20 +1,17 @@
 #include "worker/runtime/job_options.h"
 
 #include "common/flag_map.h"
+#include "common/significant_digits.h"
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 namespace flotilla::worker {
 namespace {
 
-std::string float_arg(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+// Nine significant digits round-trip a float, so a relaunch gets back the very same value.
+std::string float_arg(double v) { return significant_digits_text(v, 9); }
 
 }  // namespace
 

@@ -21,19 +21,19 @@
 namespace flotilla::worker {
 
 struct JobOptions {
-  int world_size = 1;
-  int pp = 1;
-  int dp = 1;
+  int world_size = 1;     // ranks in the job, pp * dp
+  int pp = 1;             // pipeline stages
+  int dp = 1;             // data-parallel replicas of each stage
   std::string partition;  // "" = even split
-  std::string model_name = "small";
-  GPTConfig model;
+  std::string model_name = "small";  // the preset --model names (its sizes may be overridden)
+  GPTConfig model;                   // the preset with --layers/--hidden/--heads/--seq-len applied
   TrainConfig train;
   BatchGeometry geometry;
-  std::string data_path;
+  std::string data_path;    // token file, read by every rank
   std::int64_t steps = 10;  // total optimizer steps of the job (a resumed run stops there too)
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0;  // 0: only on stop and at the end
-  int keep = 3;
+  int keep = 3;                       // complete checkpoints kept on disk; older ones are deleted
   std::string loss_log;  // "" = none
   std::string progress;  // "" = none, "-" = stdout, else a file every rank appends to
   std::string backend = "cpu";  // "cpu", "cuda" or "cuda-tf32" (see worker/model/backend.h)
