@@ -87,12 +87,8 @@ void fit_profile(GpuProfile& p) {
       const BlockFit& f = fits[b];
       BlockFit& next = prefix[b + 1];
       next = prefix[b];
-      next.fixed.forward_s += f.fixed.forward_s;
-      next.fixed.backward_s += f.fixed.backward_s;
-      next.fixed.update_s += f.fixed.update_s;
-      next.per_sample.forward_s += f.per_sample.forward_s;
-      next.per_sample.backward_s += f.per_sample.backward_s;
-      next.per_sample.update_s += f.per_sample.update_s;
+      next.fixed += f.fixed;
+      next.per_sample += f.per_sample;
     }
     p.prefix_by_tp[tp] = std::move(prefix);
     p.fit_by_tp[tp] = std::move(fits);
@@ -206,11 +202,7 @@ LayerTimes ComputeModel::stage_times(const ModelSpec& model, const GpuType& gpu,
   }
   // FLOP estimate: the embedding, identical transformer layers, and the head.
   LayerTimes sum;
-  const auto add = [&](const LayerTimes& t, double times) {
-    sum.forward_s += t.forward_s * times;
-    sum.backward_s += t.backward_s * times;
-    sum.update_s += t.update_s * times;
-  };
+  const auto add = [&](const LayerTimes& t, double times) { sum += t * times; };
   const int head = model.num_layers + 1;
   if (first_block == 0 && last_block > 0) add(estimate_block_times(model, gpu, 0, tp, micro_batch_size), 1);
   const int layers = std::min(last_block, head) - std::max(first_block, 1);

@@ -27,6 +27,14 @@ struct LayerTimes {
   double forward_s = 0;
   double backward_s = 0;
   double update_s = 0;  // the optimizer step over the block's parameters
+
+  LayerTimes& operator+=(const LayerTimes& other) {
+    forward_s += other.forward_s;
+    backward_s += other.backward_s;
+    update_s += other.update_s;
+    return *this;
+  }
+  LayerTimes operator*(double times) const { return {forward_s * times, backward_s * times, update_s * times}; }
 };
 
 // time(mbs) = fixed + per_sample * mbs for forward, backward and update of one block.

@@ -599,12 +599,7 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
     }
     SearchResult more;
     Searcher(around, context, more, &pools, known_best, beamed_dp).run();
-    result.stats.dp_runs += more.stats.dp_runs;
-    result.stats.dp_states += more.stats.dp_states;
-    result.stats.beam_dp_runs += more.stats.beam_dp_runs;
-    result.stats.dp_runs_ruled_out += more.stats.dp_runs_ruled_out;
-    result.stats.evaluations += more.stats.evaluations;
-    result.stats.plans_considered += more.stats.plans_considered;
+    result.stats += more.stats;
     for (const auto& [kind, count] : more.rejection_counts) result.rejection_counts[kind] += count;
     for (RankedPlan& p : more.plans)
       if (seen.insert(describe_plan(p.plan)).second) result.plans.push_back(std::move(p));
@@ -652,12 +647,7 @@ SearchResult search_once(const SearchRequest& request, const EvalContext& contex
     Searcher finer_searcher(finer, context, retry);
     finer_searcher.run();
     beamed_dp = finer_searcher.beamed_dp();
-    retry.stats.dp_runs += result.stats.dp_runs;
-    retry.stats.dp_states += result.stats.dp_states;
-    retry.stats.beam_dp_runs += result.stats.beam_dp_runs;
-    retry.stats.dp_runs_ruled_out += result.stats.dp_runs_ruled_out;
-    retry.stats.evaluations += result.stats.evaluations;
-    retry.stats.plans_considered += result.stats.plans_considered;
+    retry.stats += result.stats;
     result = std::move(retry);
   }
   if (request.options.mix_types_within_stage) add_mixed_stage_plans(request, context, result, beamed_dp);

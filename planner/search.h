@@ -134,6 +134,18 @@ struct SearchStats {
   std::int64_t evaluations = 0;   // evaluate() calls
   std::int64_t plans_considered = 0;
   int layers_per_dp_position = 1;  // > 1: the DP grouped layers (max_stage_dp_positions)
+
+  // Adds another search's work (a retry, a mixed-type pass); layers_per_dp_position is a
+  // setting of one search, not work, and stays this one's.
+  SearchStats& operator+=(const SearchStats& other) {
+    dp_runs += other.dp_runs;
+    dp_states += other.dp_states;
+    beam_dp_runs += other.beam_dp_runs;
+    dp_runs_ruled_out += other.dp_runs_ruled_out;
+    evaluations += other.evaluations;
+    plans_considered += other.plans_considered;
+    return *this;
+  }
 };
 
 struct SearchResult {

@@ -1,13 +1,26 @@
 // The 1F1B composition and link model against hand-computed values.
 #include <gtest/gtest.h>
 
+#include "tests/planner/stage_dp_setup.h"
+
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "planner/evaluate.h"
 #include "planner/network.h"
 #include "planner/time_model.h"
 
 namespace fp = flotilla::planner;
+
+// One stage holding the whole model at micro-batch 1, with the given TP and DP replicas.
+fp::Plan whole_model_stage(const fp::ModelSpec& m, int global_batch_size, int tp, std::vector<fp::Replica> replicas) {
+  fp::Plan plan;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = global_batch_size;
+  plan.stages = {{0, m.num_blocks(), tp, std::move(replicas)}};
+  return plan;
+}
 
 TEST(TimeModel, OneFOneBHandWorked) {
   std::vector<fp::StageTiming> st(2);
@@ -54,10 +67,8 @@ TEST(TimeModel, BandwidthFitsAreOverLog2MegabytesWithinTheMeasuredRange) {
 // gradient (one vocab shard per TP rank) every iteration; untied models and PP 1 do not.
 TEST(TimeModel, TiedEmbeddingAllReduceBetweenFirstAndLastStage) {
   auto m = *fp::find_preset("gpt-neo-2.7b");  // tied, vocab 50257, hidden 2560
-  const auto catalog = fp::builtin_gpu_catalog();  // A100-40: 4 GPUs per node
-  fp::ComputeModel compute;
-  const fp::NetworkModel net = fp::default_network_model();  // 12.5 GB/s per node, 20 us
-  const fp::EvalContext ctx{&catalog, &compute, &net};
+  const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
+  const fp::EvalContext ctx = world.context();
   fp::Plan plan;
   plan.micro_batch_size = 1;
   plan.global_batch_size = 4;
@@ -99,14 +110,9 @@ TEST(TimeModel, RingAllReduceAndLinks) {
 
 TEST(TimeModel, HeterogeneousReplicasSlowestBounds) {
   const auto m = *fp::find_preset("gpt-neo-2.7b");
-  const auto catalog = fp::builtin_gpu_catalog();
-  fp::ComputeModel compute;
-  fp::NetworkModel net = fp::default_network_model();
-  fp::EvalContext ctx{&catalog, &compute, &net};
-  fp::Plan plan;
-  plan.micro_batch_size = 1;
-  plan.global_batch_size = 8;
-  plan.stages = {{0, m.num_blocks(), 4, {{"A100-40", "z", 4}, {"A100-40", "z", 4}}}};
+  const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
+  const fp::EvalContext ctx = world.context();
+  fp::Plan plan = whole_model_stage(m, 8, 4, {{"A100-40", "z", 4}, {"A100-40", "z", 4}});
   const auto fast = fp::evaluate(plan, m, ctx);
   plan.stages[0].replicas[1].gpu_type = "V100-16";
   const auto mixed = fp::evaluate(plan, m, ctx);
@@ -114,7 +120,7 @@ TEST(TimeModel, HeterogeneousReplicasSlowestBounds) {
   EXPECT_EQ(static_cast<int>(mixed.ranks.size()), 8);
   // Evaluating on one V100-16 replica alone gives the same compute as the mixed plan's straggler.
   EXPECT_NEAR(mixed.stages[0].timing.forward_s,
-              compute.stage_times(m, *catalog.find("V100-16"), 0, m.num_blocks(), 4, 1).forward_s, 1e-12);
+              world.compute.stage_times(m, *world.catalog.find("V100-16"), 0, m.num_blocks(), 4, 1).forward_s, 1e-12);
   plan.stages[0].replicas[1].gpu_type = "B999";
   EXPECT_EQ(fp::evaluate(plan, m, ctx).infeasible->kind, fp::InfeasibleKind::kUnknownGpu);
 }
@@ -138,10 +144,8 @@ TEST(TimeModel, SlowestPipelineNotSumOfStageMaxima) {
   // Two pipelines over two stages: pipeline 0 = (V100, A100), pipeline 1 = (A100, V100).
   // Sailor's T = max over pipelines, which is less than composing per-stage maxima (V100, V100).
   const auto m = *fp::find_preset("gpt-neo-2.7b");
-  const auto catalog = fp::builtin_gpu_catalog();
-  fp::ComputeModel compute;
-  fp::NetworkModel net = fp::default_network_model();
-  fp::EvalContext ctx{&catalog, &compute, &net};
+  const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
+  const fp::EvalContext ctx = world.context();
   fp::Plan plan;
   plan.micro_batch_size = 1;
   plan.global_batch_size = 16;
@@ -164,16 +168,11 @@ TEST(TimeModel, SlowestPipelineNotSumOfStageMaxima) {
 // TP 1, so each replica all-reduces 4 B (fp32 main grads) x every parameter.
 TEST(TimeModel, DataParallelAllReduceIntraVsInterNode) {
   const auto m = *fp::find_preset("opt-350m");
-  const auto catalog = fp::builtin_gpu_catalog();  // A100-40: 4 GPUs per node
-  fp::ComputeModel compute;
-  const fp::NetworkModel net = fp::default_network_model();
-  const fp::EvalContext ctx{&catalog, &compute, &net};
+  const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
+  const fp::EvalContext ctx = world.context();
   const double grad_bytes = 4.0 * static_cast<double>(fp::total_params(m));
-  fp::Plan plan;
-  plan.micro_batch_size = 1;
-  plan.global_batch_size = 16;
   // 2 replicas of TP 1 fit one 4-GPU node: the ring runs over NVLink.
-  plan.stages = {{0, m.num_blocks(), 1, {{"A100-40", "z", 1}, {"A100-40", "z", 1}}}};
+  fp::Plan plan = whole_model_stage(m, 16, 1, {{"A100-40", "z", 1}, {"A100-40", "z", 1}});
   const auto within = fp::evaluate(plan, m, ctx);
   ASSERT_TRUE(within.feasible()) << within.infeasible->message;
   EXPECT_NEAR(within.stages[0].timing.dp_sync_s, 2.0 * 1 * (20e-6 + grad_bytes / 2 / 100e9), 1e-12);
@@ -193,14 +192,9 @@ TEST(TimeModel, DataParallelAllReduceIntraVsInterNode) {
 // same stage keeps them (no FlashAttention-2 on Volta), exactly as with materialised attention.
 TEST(TimeModel, FlashAttentionOnlyOnGpusThatRunIt) {
   const auto m = *fp::find_preset("opt-350m");
-  const auto catalog = fp::builtin_gpu_catalog();
-  fp::ComputeModel compute;
-  const fp::NetworkModel net = fp::default_network_model();
-  const fp::EvalContext ctx{&catalog, &compute, &net};
-  fp::Plan plan;
-  plan.micro_batch_size = 1;
-  plan.global_batch_size = 8;
-  plan.stages = {{0, m.num_blocks(), 1, {{"A100-40", "z", 1}, {"V100-16", "z", 1}}}};
+  const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
+  const fp::EvalContext ctx = world.context();
+  fp::Plan plan = whole_model_stage(m, 8, 1, {{"A100-40", "z", 1}, {"V100-16", "z", 1}});
   const auto materialized = fp::evaluate(plan, m, ctx);
   plan.options.flash_attention = true;
   const auto flash = fp::evaluate(plan, m, ctx);
