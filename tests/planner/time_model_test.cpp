@@ -22,6 +22,16 @@ fp::Plan whole_model_stage(const fp::ModelSpec& m, int global_batch_size, int tp
   return plan;
 }
 
+// Two stages, the model's blocks split in half, at micro-batch 1.
+fp::Plan two_halves(const fp::ModelSpec& m, int global_batch_size, int tp, std::vector<fp::Replica> first,
+                    std::vector<fp::Replica> second) {
+  const int half = m.num_blocks() / 2;
+  fp::Plan plan = whole_model_stage(m, global_batch_size, tp, std::move(first));
+  plan.stages[0].last_block = half;
+  plan.stages.push_back({half, m.num_blocks(), tp, std::move(second)});
+  return plan;
+}
+
 TEST(TimeModel, OneFOneBHandWorked) {
   std::vector<fp::StageTiming> st(2);
   st[0] = {1.0, 2.0, 0.0, 0.5, 0.1};
@@ -69,11 +79,7 @@ TEST(TimeModel, TiedEmbeddingAllReduceBetweenFirstAndLastStage) {
   auto m = *fp::find_preset("gpt-neo-2.7b");  // tied, vocab 50257, hidden 2560
   const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
   const fp::EvalContext ctx = world.context();
-  fp::Plan plan;
-  plan.micro_batch_size = 1;
-  plan.global_batch_size = 4;
-  const int half = m.num_blocks() / 2;
-  plan.stages = {{0, half, 4, {{"A100-40", "z", 4}}}, {half, m.num_blocks(), 4, {{"A100-40", "z", 4}}}};
+  fp::Plan plan = two_halves(m, 4, 4, {{"A100-40", "z", 4}}, {{"A100-40", "z", 4}});
   // 4 B x 50257 x 2560 / 4 = 128,657,920 B per rank; two participants: 2 x half of it, at the
   // node's 12.5 GB/s shared by its 4 ranks.
   const double expected = 2.0 * (20e-6 + 64328960.0 / (12.5e9 / 4));
@@ -146,12 +152,8 @@ TEST(TimeModel, SlowestPipelineNotSumOfStageMaxima) {
   const auto m = *fp::find_preset("gpt-neo-2.7b");
   const fp::World world;  // the built-in catalog (A100-40: 4 GPUs per node), FLOP estimates, 12.5 GB/s per node
   const fp::EvalContext ctx = world.context();
-  fp::Plan plan;
-  plan.micro_batch_size = 1;
-  plan.global_batch_size = 16;
-  const int half = m.num_blocks() / 2;
-  plan.stages = {{0, half, 4, {{"V100-16", "z", 4}, {"A100-40", "z", 4}}},
-                 {half, m.num_blocks(), 4, {{"A100-40", "z", 4}, {"V100-16", "z", 4}}}};
+  fp::Plan plan =
+      two_halves(m, 16, 4, {{"V100-16", "z", 4}, {"A100-40", "z", 4}}, {{"A100-40", "z", 4}, {"V100-16", "z", 4}});
   const auto mixed = fp::evaluate(plan, m, ctx);
   plan.stages[0].replicas = {{"V100-16", "z", 4}, {"V100-16", "z", 4}};
   plan.stages[1].replicas = {{"V100-16", "z", 4}, {"V100-16", "z", 4}};
