@@ -26,6 +26,13 @@ std::vector<WatcherEventKind> kinds(const WatcherStep& s) {
 
 using K = WatcherEventKind;
 
+// The machine's next request is a watch from resourceVersion rv.
+void expect_watch_from(const WatcherState& state, const std::string& rv) {
+  const WatcherCommand cmd = next_command(state);
+  EXPECT_EQ(cmd.kind, WatcherCommand::Kind::Watch);
+  EXPECT_EQ(cmd.resource_version, rv);
+}
+
 TEST(KubeWatcherMachine, StartsByListingThenWatchesFromTheListVersion) {
   WatcherState s;
   EXPECT_EQ(next_command(s).kind, WatcherCommand::Kind::List);
@@ -34,9 +41,7 @@ TEST(KubeWatcherMachine, StartsByListingThenWatchesFromTheListVersion) {
   EXPECT_EQ(kinds(r), (std::vector<K>{K::Init, K::InitApply, K::InitApply, K::InitDone}));
   EXPECT_EQ(r.state.phase, WatcherPhase::InitListed);
   EXPECT_FALSE(r.back_off);
-  auto cmd = next_command(r.state);
-  EXPECT_EQ(cmd.kind, WatcherCommand::Kind::Watch);
-  EXPECT_EQ(cmd.resource_version, "10");
+  expect_watch_from(r.state, "10");
 }
 
 TEST(KubeWatcherMachine, PagedListFollowsContinueTokensAndEmitsInitOnce) {
@@ -72,9 +77,7 @@ TEST(KubeWatcherMachine, DroppedStreamResumesFromLastVersionWithoutRelisting) {
   EXPECT_TRUE(r.events.empty());
   EXPECT_EQ(r.state.phase, WatcherPhase::InitListed);
   EXPECT_FALSE(r.relist);
-  auto cmd = next_command(r.state);
-  EXPECT_EQ(cmd.kind, WatcherCommand::Kind::Watch);
-  EXPECT_EQ(cmd.resource_version, "42");
+  expect_watch_from(r.state, "42");
 }
 
 TEST(KubeWatcherMachine, GoneRelistsAtOnceFromEveryWatchingPhase) {

@@ -21,6 +21,16 @@ struct Fixture {
   fp::GpuCatalog catalog = fp::builtin_gpu_catalog();
   fp::ProfileSet profiles;
   fp::NetworkModel network = fp::default_network_model();
+  fp::ComputeModel compute{&profiles};  // the fixture is never moved, so the pointer holds
+
+  fp::EvalContext context() const { return {&catalog, &compute, &network}; }
+  // A measured link between two (zone, GPU type) node kinds with gpus_per_node GPUs each
+  // sending at once, flat at gb_per_s for the node (a fit over log2 MB with only a constant).
+  void flat_link(std::pair<const char*, const char*> a, std::pair<const char*, const char*> b, int gpus_per_node,
+                 double gb_per_s) {
+    network.pair_fits[fp::NetworkModel::pair_key(a.first, a.second, gpus_per_node, b.first, b.second,
+                                                 gpus_per_node)] = {{0, 0, gb_per_s}, 100e9};
+  }
 
   Fixture() {
     model = *fp::find_preset("opt-350m");
@@ -57,8 +67,7 @@ struct Fixture {
 
 TEST(MixedReplicas, SlowestReplicaOnItsOwnTypeAndTpBoundsTheStage) {
   Fixture f;
-  fp::ComputeModel compute(&f.profiles);
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  const fp::EvalContext ctx = f.context();
   // Replica 0: A100-40 TP1 (6 blocks x 1 ms = 6 ms fwd); replica 1: V100-16 TP2 (6 x 2 ms = 12 ms).
   // Were the V100 replica timed at the stage's TP 1 it would take 18 ms.
   fp::Replica v100_tp2{"V100-16", "z", 2, 2};
@@ -90,8 +99,7 @@ TEST(MixedReplicas, EachPipelineKeepsItsOwnReplicaTimes) {
   f.network.default_inter_node_bytes_per_s = 1e30;  // p2p ~ 0 so the compute is what is checked
   f.network.inter_node.clear();
   f.network.pair_fits.clear();
-  fp::ComputeModel compute(&f.profiles);
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  const fp::EvalContext ctx = f.context();
   fp::Plan plan;
   plan.micro_batch_size = 1;
   plan.global_batch_size = 8;
@@ -104,7 +112,6 @@ TEST(MixedReplicas, EachPipelineKeepsItsOwnReplicaTimes) {
 
 TEST(MixedReplicas, ReplicaThatDoesNotFitItsOwnGpuMakesThePlanInfeasible) {
   Fixture f;
-  fp::ComputeModel compute(&f.profiles);
   // A GPU like the V100-16 but with a capacity between the stage's TP2 and TP1 peaks.
   const fp::GpuType& v100 = *f.catalog.find("V100-16");
   fp::StageShape shape{0, f.model.num_blocks(), 1, 2, 1, 1, {}};
@@ -121,7 +128,7 @@ TEST(MixedReplicas, ReplicaThatDoesNotFitItsOwnGpuMakesThePlanInfeasible) {
   small.aliases.clear();
   small.memory_bytes = (tp1 + tp2) / 2;
   f.catalog.upsert(small);
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  const fp::EvalContext ctx = f.context();
 
   // TP1 on the small GPU (ranks: A100 replica = rank 0, small replica = rank 1): out of memory
   // on rank 1 alone, against the small GPU's own capacity; the A100-40 replica fits.
@@ -145,13 +152,12 @@ TEST(MixedReplicas, ReplicaThatDoesNotFitItsOwnGpuMakesThePlanInfeasible) {
 
 TEST(MixedReplicas, AllReduceTakesTheSlowestLinkOfTheRing) {
   Fixture f;
-  fp::ComputeModel compute(&f.profiles);
   // Three TP1 replicas: A100 in zone a, A100 in zone a (another node), V100 in zone b. Measured
   // node-to-node fits (flat, GB/s): A100<->A100 10, A100<->V100 1. Ring hops: a->a 10, a->b 1,
   // b->a 1: the all-reduce runs at 1 GB/s.
-  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 1, "za", "A100-40", 1)] = {{0, 0, 10.0}, 100e9};
-  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 1, "zb", "V100-16", 1)] = {{0, 0, 1.0}, 100e9};
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  f.flat_link({"za", "A100-40"}, {"za", "A100-40"}, 1, 10.0);
+  f.flat_link({"za", "A100-40"}, {"zb", "V100-16"}, 1, 1.0);
+  const fp::EvalContext ctx = f.context();
   const fp::Plan plan = f.one_stage({{"A100-40", "za", 1}, {"A100-40", "za", 1}, {"V100-16", "zb", 1}}, 1, 6);
   const fp::Evaluation ev = fp::evaluate(plan, f.model, ctx);
   ASSERT_TRUE(ev.feasible()) << ev.infeasible->message;
@@ -159,18 +165,17 @@ TEST(MixedReplicas, AllReduceTakesTheSlowestLinkOfTheRing) {
   const double grads = 4.0 * static_cast<double>(fp::stage_params_per_rank(f.model, 0, f.model.num_blocks(), 1));
   EXPECT_NEAR(ev.stages[0].timing.dp_sync_s, 2.0 * 2 * (grads / 3) / 1e9, 1e-9);
   // With the A100<->V100 link measured at 10 GB/s as well, the ring runs at 10 GB/s.
-  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 1, "zb", "V100-16", 1)] = {{0, 0, 10.0}, 100e9};
+  f.flat_link({"za", "A100-40"}, {"zb", "V100-16"}, 1, 10.0);
   const fp::Evaluation fast = fp::evaluate(plan, f.model, ctx);
   EXPECT_NEAR(fast.stages[0].timing.dp_sync_s, 2.0 * 2 * (grads / 3) / 10e9, 1e-9);
 }
 
 TEST(MixedReplicas, PipelineSendOverAFittedLinkIsSplitOverTheTpRanks) {
   Fixture f;
-  fp::ComputeModel compute(&f.profiles);
   // Stage 0 on an A100-40 node, stage 1 on a V100-16 node, TP 2 each, one zone. The node-to-node
   // fit for 2 GPUs per node is flat at 0.5 GB/s (node total), like the slow RTX links.
-  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 2, "za", "V100-16", 2)] = {{0, 0, 0.5}, 100e9};
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  f.flat_link({"za", "A100-40"}, {"za", "V100-16"}, 2, 0.5);
+  const fp::EvalContext ctx = f.context();
   fp::Plan plan;
   plan.micro_batch_size = 2;
   plan.global_batch_size = 8;  // 4 micro-batches
@@ -192,12 +197,11 @@ TEST(MixedReplicas, PipelineSendOverAFittedLinkIsSplitOverTheTpRanks) {
 
 TEST(MixedReplicas, EveryReplicaOnANodeSharesItsLinkForPipelineSends) {
   Fixture f;
-  fp::ComputeModel compute(&f.profiles);
   // Four TP-1 replicas per stage, one type per stage, one zone: Megatron puts them on one
   // 4-GPU node each (ranks ordered TP, DP), and all four pipelines send in the same 1F1B step.
   // The node-to-node fit for 4 GPUs sending at once is flat at 0.5 GB/s (node total).
-  f.network.pair_fits[fp::NetworkModel::pair_key("za", "A100-40", 4, "za", "V100-16", 4)] = {{0, 0, 0.5}, 100e9};
-  fp::EvalContext ctx{&f.catalog, &compute, &f.network};
+  f.flat_link({"za", "A100-40"}, {"za", "V100-16"}, 4, 0.5);
+  const fp::EvalContext ctx = f.context();
   fp::Plan plan;
   plan.micro_batch_size = 1;
   plan.global_batch_size = 8;
