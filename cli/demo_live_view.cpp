@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
+
+#include "operator/job_plan.h"
 
 namespace flotilla::cli {
 namespace {
@@ -20,13 +23,14 @@ std::string bar(std::int64_t step, std::int64_t total, int width) {
   return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.') + "]";
 }
 
-std::string plan_line(const Json& plan) {
-  std::string out = plan.value("summary", "");
-  for (const Json& s : plan.value("stages", Json::array())) {
-    const std::string type = s.value("gpuType", "");
-    out += " " + type.substr(type.rfind('-') + 1) + ":" + std::to_string(s.value("firstLayer", 0)) + "-" +
-           std::to_string(s.value("lastLayer", 0));
-  }
+// "PP2·DP1·TP1 fast:0-3 slow:4-5": the plan's shape and each stage's GPU type and layers.
+std::string plan_line(const Json& status_plan) {
+  const std::optional<op::JobPlan> plan = op::JobPlan::from_status(status_plan);
+  if (!plan) return "";
+  std::string out = plan->summary();
+  for (const op::PlanStage& s : plan->stages)
+    out += " " + s.gpu_type.substr(s.gpu_type.rfind('-') + 1) + ":" + std::to_string(s.first_block) + "-" +
+           std::to_string(s.last_block);
   return out;
 }
 

@@ -1,6 +1,9 @@
 #include "cli/demo_observer.h"
 
 #include <cstdio>
+#include <optional>
+
+#include "operator/job_plan.h"
 
 namespace flotilla::cli {
 namespace {
@@ -58,19 +61,22 @@ void DemoObserver::fold_job(const Json& j, double t) {
   const std::string name = j["metadata"].value("name", "");
   jobs_[name] = j;
   const Json status = j.value("status", Json::object());
-  const Json plan = status.value("plan", Json::object());
+  // The plan as the operator wrote it, read by the operator's own reader of status.plan.
+  const std::optional<op::JobPlan> plan = op::JobPlan::from_status(status.value("plan", Json::object()));
   const Json progress = status.value("progress", Json::object());
   JobSample s;
   s.t_s = t;
   s.job = name;
   s.phase = status.value("phase", "");
-  s.plan_summary = plan.value("summary", "");
-  s.epoch = plan.value("epoch", std::int64_t{0});
-  s.gpus = plan.value("gpus", 0);
+  if (plan) {
+    s.plan_summary = plan->summary();
+    s.epoch = plan->epoch;
+    s.gpus = plan->gpus;
+    s.predicted_tokens_per_s = plan->tokens_per_second;
+  }
   s.step = progress.value("step", std::int64_t{0});
   s.loss = progress.value("loss", 0.0);
   s.tokens_per_s = progress.value("tokensPerSecond", 0.0);
-  s.predicted_tokens_per_s = plan.value("predicted", Json::object()).value("tokensPerSecond", 0.0);
   samples_.push_back(s);
 
   if (s.epoch > 0) {
@@ -84,9 +90,8 @@ void DemoObserver::fold_job(const Json& j, double t) {
       p.summary = s.plan_summary;
       p.gpus = s.gpus;
       p.predicted_tokens_per_s = s.predicted_tokens_per_s;
-      for (const Json& st : plan.value("stages", Json::array()))
-        p.stages.push_back({st.value("gpuType", ""), st.value("firstLayer", 0), st.value("lastLayer", 0),
-                            st.value("predictedPeakBytes", std::int64_t{0})});
+      for (const op::PlanStage& st : plan->stages)
+        p.stages.push_back({st.gpu_type, st.first_block, st.last_block, st.predicted_peak_bytes});
       p.seen_s = t;
       p.seen_unix_ms = std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
       p.step_at_seen = s.step;
