@@ -333,10 +333,17 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     job_window_s.push_back(spec.window_seconds);
   }
   std::erase_if(tables_, [&](const auto& entry) { return !pass_tables_used_.contains(entry.first); });
-  input.arrival_rate_per_s = arrival_rate_per_s(arrival_times_s, options_.arrival_window_s, now_s());
+  // λ once per distinct window: jobs mostly share the operator's, and each count walks every job.
+  const double now = now_s();
+  std::map<double, double> rate_by_window_s;
+  const auto rate_over = [&](double window_s) {
+    auto [it, added] = rate_by_window_s.try_emplace(window_s, 0.0);
+    if (added) it->second = arrival_rate_per_s(arrival_times_s, window_s, now);
+    return it->second;
+  };
+  input.arrival_rate_per_s = rate_over(options_.arrival_window_s);
   for (std::size_t i = 0; i < input.jobs.size(); ++i)
-    if (job_window_s[i] != options_.arrival_window_s)
-      input.jobs[i].arrival_rate_per_s = arrival_rate_per_s(arrival_times_s, job_window_s[i], now_s());
+    if (job_window_s[i] != options_.arrival_window_s) input.jobs[i].arrival_rate_per_s = rate_over(job_window_s[i]);
   const std::vector<scaler::AllocatorDecision> decisions = scaler::allocate(input);
   int waiting = 0;
   for (const scaler::AllocatorDecision& d : decisions) {
