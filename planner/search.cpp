@@ -166,25 +166,9 @@ class Searcher {
                                                   " free GPUs for D replicas");
       return std::nullopt;
     }
-    std::vector<std::vector<double>> prefix;
-    std::vector<double> p2p_cycle;
-    for (const StageConfig& config : configs) {
-      prefix.push_back(timer.cycle_prefix(config));
-      p2p_cycle.push_back(timer.p2p_cycle(config, dp));
-    }
-    const int m = request_.global_batch_size / (mbs * dp);
-    StageDpInput input;
-    input.model = &request_.model;
-    input.training = &request_.training;
-    input.pools = &pools_;
-    input.configs = &configs;
-    input.time_prefix = &prefix;
-    input.p2p_cycle_seconds = &p2p_cycle;
-    input.memory_constants = &context_.memory_constants;
-    input.micro_batch_size = mbs;
-    input.dp = dp;
-    input.num_micro_batches = m;
-    input.max_stages = max_stages_;
+    const StageDpTimes times = stage_dp_times(timer, configs, dp);
+    StageDpInput input = stage_dp_input(request_, context_, pools_, configs, times, mbs, dp, max_stages_);
+    const int m = input.num_micro_batches;
     input.max_stage_seconds = stage_bound(m, dp);
     input.quadratic_reference = request_.options.quadratic_stage_dp;
     input.max_units = request_.options.max_stage_dp_positions;

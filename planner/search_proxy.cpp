@@ -157,4 +157,31 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
   return e;
 }
 
+StageDpTimes stage_dp_times(ProxyTimer& timer, const std::vector<StageConfig>& configs, int dp) {
+  StageDpTimes times;
+  for (const StageConfig& config : configs) {
+    times.prefix.push_back(timer.cycle_prefix(config));
+    times.p2p_cycle.push_back(timer.p2p_cycle(config, dp));
+  }
+  return times;
+}
+
+StageDpInput stage_dp_input(const SearchRequest& request, const EvalContext& context,
+                            const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                            const StageDpTimes& times, int micro_batch_size, int dp, int max_stages) {
+  StageDpInput input;
+  input.model = &request.model;
+  input.training = &request.training;
+  input.pools = &pools;
+  input.configs = &configs;
+  input.time_prefix = &times.prefix;
+  input.p2p_cycle_seconds = &times.p2p_cycle;
+  input.memory_constants = &context.memory_constants;
+  input.micro_batch_size = micro_batch_size;
+  input.dp = dp;
+  input.num_micro_batches = request.global_batch_size / (micro_batch_size * dp);
+  input.max_stages = max_stages;
+  return input;
+}
+
 }  // namespace flotilla::planner

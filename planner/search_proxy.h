@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "planner/search_space.h"
+#include "planner/stage_dp.h"
 
 namespace flotilla::planner {
 
@@ -79,5 +80,19 @@ class ProxyTimer {
   };
   std::map<TiedKey, double> tied_;
 };
+
+// The stage DP's time tables for one (mbs, D), per stage config: the proxy's cycle prefix sums
+// and p2p cycle. A StageDpInput points into them, so they must outlive the solver.
+struct StageDpTimes {
+  std::vector<std::vector<double>> prefix;
+  std::vector<double> p2p_cycle;
+};
+StageDpTimes stage_dp_times(ProxyTimer& timer, const std::vector<StageConfig>& configs, int dp);
+
+// The stage DP's input for one (mbs, D) as the search builds it (no bound, exact DP, no beam):
+// it points into `request`, `context`, `pools`, `configs` and `times`.
+StageDpInput stage_dp_input(const SearchRequest& request, const EvalContext& context,
+                            const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
+                            const StageDpTimes& times, int micro_batch_size, int dp, int max_stages);
 
 }  // namespace flotilla::planner

@@ -26,35 +26,30 @@ std::optional<RankedPlan> attempt(SearchRequest request, const EvalContext& cont
 std::optional<Suggestion> suggest_change(const SearchRequest& request, const EvalContext& context) {
   const SearchConstraints& c = request.constraints;
   // Constraints first: if only they rule plans out, say how far to move them.
-  if (c.max_usd_per_iteration || c.min_tokens_per_second) {
-    SearchRequest free = request;
-    free.constraints.max_usd_per_iteration.reset();
-    free.constraints.min_tokens_per_second.reset();
-    if (c.max_usd_per_iteration) {
-      SearchRequest cheapest = free;
-      cheapest.objective = Objective::kMinCost;
-      cheapest.constraints.min_tokens_per_second = c.min_tokens_per_second;
-      if (auto plan = attempt(cheapest, context)) {
-        const double usd = plan->evaluation.usd_per_iteration * 1.0001;
-        SearchRequest changed = request;
-        changed.constraints.max_usd_per_iteration = std::stod(six_digits(usd));
-        return Suggestion{"raise --max-usd-per-iter to " + six_digits(usd), std::move(*plan),
-                          ChangeKind::kRaiseBudget, std::move(changed)};
-      }
-    }
-    if (c.min_tokens_per_second) {
-      SearchRequest fastest = free;
-      fastest.objective = Objective::kMaxThroughput;
-      fastest.constraints.max_usd_per_iteration = c.max_usd_per_iteration;
-      if (auto plan = attempt(fastest, context)) {
-        const double tokens = plan->evaluation.tokens_per_second * 0.9999;
-        SearchRequest changed = request;
-        changed.constraints.min_tokens_per_second = std::stod(six_digits(tokens));
-        return Suggestion{"lower --min-tokens-per-s to " + six_digits(tokens), std::move(*plan),
-                          ChangeKind::kLowerMinThroughput, std::move(changed)};
-      }
-    }
-  }
+  // Search with one of them dropped (the other kept) for the plan that comes closest to it,
+  // and move that one just past the plan's value.
+  const auto loosened = [&](std::optional<double> SearchConstraints::*constraint, Objective objective,
+                            double value_margin, const char* flag, ChangeKind kind) -> std::optional<Suggestion> {
+    SearchRequest loose = request;
+    (loose.constraints.*constraint).reset();
+    loose.objective = objective;
+    std::optional<RankedPlan> plan = attempt(loose, context);
+    if (!plan) return std::nullopt;
+    const bool budget = constraint == &SearchConstraints::max_usd_per_iteration;
+    const std::string value = six_digits(
+        (budget ? plan->evaluation.usd_per_iteration : plan->evaluation.tokens_per_second) * value_margin);
+    SearchRequest changed = request;
+    changed.constraints.*constraint = std::stod(value);
+    return Suggestion{std::string(flag) + value, std::move(*plan), kind, std::move(changed)};
+  };
+  if (c.max_usd_per_iteration)
+    if (auto s = loosened(&SearchConstraints::max_usd_per_iteration, Objective::kMinCost, 1.0001,
+                          "raise --max-usd-per-iter to ", ChangeKind::kRaiseBudget))
+      return s;
+  if (c.min_tokens_per_second)
+    if (auto s = loosened(&SearchConstraints::min_tokens_per_second, Objective::kMaxThroughput, 0.9999,
+                          "lower --min-tokens-per-s to ", ChangeKind::kLowerMinThroughput))
+      return s;
   // No new hardware: recompute activations.
   const Recompute levels[] = {Recompute::kSelective, Recompute::kFull};
   const char* names[] = {"selective", "full"};

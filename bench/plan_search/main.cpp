@@ -175,6 +175,19 @@ Bounded search_with_limit(const fp::SearchRequest& request, const fp::EvalContex
   return bounded;
 }
 
+// One line for a baseline search (exact DP, or the first version's) against the fast search:
+// its time, its throughput, and the two ratios; a baseline stopped at its limit says so.
+void print_against_baseline(const char* name, const Bounded& baseline, const Timed& fast) {
+  if (!baseline.finished) {
+    std::printf("  %-8s > %.1f s (stopped at the time or 3 GiB limit)  speedup > %.0fx\n", name, baseline.seconds,
+                baseline.seconds / fast.seconds);
+    return;
+  }
+  std::printf("  %-8s %8.3f s  %10.1f tokens/s  speedup %.1fx, throughput ratio %.4f\n", name, baseline.seconds,
+              baseline.tokens_per_second, baseline.seconds / fast.seconds,
+              throughput_ratio(tokens(fast.result), baseline.tokens_per_second));
+}
+
 struct DeepScenario {
   const char* name;
   int layers;
@@ -214,20 +227,9 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
                 fast.result.stats.layers_per_dp_position,
                 static_cast<long long>(fast.result.stats.dp_states));
     const Bounded exact = search_with_limit(exact_request, context, old_limit_seconds);
-    if (exact.finished)
-      std::printf("  exact    %8.3f s  %10.1f tokens/s  search/exact: time %.3fx, throughput ratio %.4f\n",
-                  exact.seconds, exact.tokens_per_second, fast.seconds / exact.seconds,
-                  throughput_ratio(tokens(fast.result), exact.tokens_per_second));
-    else
-      std::printf("  exact    > %.1f s (stopped at the time or 3 GiB limit)\n", exact.seconds);
+    print_against_baseline("exact", exact, fast);
     const Bounded old = search_with_limit(old_request, context, old_limit_seconds);
-    if (old.finished)
-      std::printf("  old      %8.3f s  %10.1f tokens/s  speedup %.1fx, throughput ratio %.4f\n",
-                  old.seconds, old.tokens_per_second, old.seconds / fast.seconds,
-                  throughput_ratio(tokens(fast.result), old.tokens_per_second));
-    else
-      std::printf("  old      > %.1f s (stopped at the time or 3 GiB limit)  speedup > %.0fx\n", old.seconds,
-                  old.seconds / fast.seconds);
+    print_against_baseline("old", old, fast);
     // Goal: a deep plan in seconds.
     const bool met = !fast.result.plans.empty() && fast.seconds < 10.0;
     ok = ok && met;

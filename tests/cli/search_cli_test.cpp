@@ -84,6 +84,20 @@ TEST(SearchCliTest, ImpossibleBudgetNamesTheBudgetThatWouldWork) {
   EXPECT_EQ(flotilla(base + " --max-usd-per-iter " + match[1].str()).exit_code, 0);
 }
 
+TEST(SearchCliTest, ImpossibleThroughputFloorNamesTheFloorThatWouldWork) {
+  const std::string base = "plan --model gpt-neo-2.7b --cluster " + example("cluster.yaml");
+  const CliRun run = flotilla(base + " --min-tokens-per-s 1e9");
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_EQ(lines(run.err), 1) << run.err;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(run.err, match, std::regex("lower --min-tokens-per-s to ([0-9.]+)"))) << run.err;
+  const double floor = std::stod(match[1].str());
+  EXPECT_LT(floor, 1e9);
+  // The floor named is one the fastest plan meets, and a floor 1 % above it is met by none.
+  EXPECT_EQ(flotilla(base + " --min-tokens-per-s " + match[1].str()).exit_code, 0);
+  EXPECT_EQ(flotilla(base + " --min-tokens-per-s " + std::to_string(floor * 1.01)).exit_code, 1);
+}
+
 TEST(SearchCliTest, FitsNowhereNamesASmallestChangeThatReallyFits) {
   const CliRun run = flotilla("plan --model llama-2-70b --gbs 64 --cluster " + example("cluster-small.yaml"));
   ASSERT_EQ(run.exit_code, 1) << run.out << run.err;

@@ -41,29 +41,15 @@ inline ModelSpec small_llama() {
 struct DpSetup {
   std::vector<SearchPool> pools;
   std::vector<StageConfig> configs;
-  std::vector<std::vector<double>> prefix;
-  std::vector<double> p2p;
+  StageDpTimes times;
   StageDpInput input;
 
   DpSetup(const SearchRequest& request, const EvalContext& context, int mbs, int dp, int max_stages) {
     pools = merged_pools(request, *context.catalog);
     configs = stage_configs(request, pools, dp);
     ProxyTimer timer(request, context, pools, mbs);
-    for (const StageConfig& config : configs) {
-      prefix.push_back(timer.cycle_prefix(config));
-      p2p.push_back(timer.p2p_cycle(config, dp));
-    }
-    input.model = &request.model;
-    input.training = &request.training;
-    input.pools = &pools;
-    input.configs = &configs;
-    input.time_prefix = &prefix;
-    input.p2p_cycle_seconds = &p2p;
-    input.memory_constants = &context.memory_constants;
-    input.micro_batch_size = mbs;
-    input.dp = dp;
-    input.num_micro_batches = request.global_batch_size / (mbs * dp);
-    input.max_stages = max_stages;
+    times = stage_dp_times(timer, configs, dp);
+    input = stage_dp_input(request, context, pools, configs, times, mbs, dp, max_stages);
   }
   DpSetup(const DpSetup&) = delete;  // input points into the members
   DpSetup& operator=(const DpSetup&) = delete;

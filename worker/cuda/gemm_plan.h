@@ -70,22 +70,14 @@ inline GemmCall attention_values_gemm(int B, int T, int NH, int HS) {
   g.stride_a = 1LL * T * HS; g.stride_b = 1LL * T * T; g.stride_c = 1LL * T * HS;
   return g;
 }
-// datt = dy v^T: A = v, B = dy, C = datt.
+// datt = dy v^T: A = v, B = dy, C = datt; the scores' shape and strides, unscaled.
 inline GemmCall attention_datt_gemm(int B, int T, int NH, int HS) {
-  GemmCall g = attention_gemm_base(B, NH);
-  g.trans_a = true;
-  g.m = T; g.n = T; g.k = HS;
-  g.lda = HS; g.ldb = HS; g.ldc = T;
-  g.stride_a = 1LL * T * HS; g.stride_b = 1LL * T * HS; g.stride_c = 1LL * T * T;
-  return g;
+  return attention_scores_gemm(B, T, NH, HS, 1.f);
 }
-// dv = att^T dy: A = dy, B = att, C = dv.
+// dv = att^T dy: A = dy, B = att, C = dv; the values' shape and strides, with att transposed.
 inline GemmCall attention_dv_gemm(int B, int T, int NH, int HS) {
-  GemmCall g = attention_gemm_base(B, NH);
+  GemmCall g = attention_values_gemm(B, T, NH, HS);
   g.trans_b = true;
-  g.m = HS; g.n = T; g.k = T;
-  g.lda = HS; g.ldb = T; g.ldc = HS;
-  g.stride_a = 1LL * T * HS; g.stride_b = 1LL * T * T; g.stride_c = 1LL * T * HS;
   return g;
 }
 // dq = dpre k (scale already folded into dpre): A = k, B = dpre, C = dq.
