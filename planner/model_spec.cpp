@@ -104,6 +104,15 @@ bool same_name(std::string_view a, std::string_view b) {
   return true;
 }
 
+bool name_less(std::string_view a, std::string_view b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const char ca = normalized_char(a[i]), cb = normalized_char(b[i]);
+    if (ca != cb) return ca < cb;
+  }
+  return a.size() < b.size();
+}
+
 std::int64_t embedding_params(const ModelSpec& m) {
   i64 n = static_cast<i64>(m.vocab) * embed_width(m);
   if (m.family == ModelFamily::kGpt) n += static_cast<i64>(m.max_position_embeddings) * m.hidden;

@@ -63,5 +63,12 @@ std::string normalize_name(std::string_view name);
 // normalize_name(a) == normalize_name(b), without building either string: the planner's inner
 // loops look GPU types up in the catalog and the network fits by name on every evaluation.
 bool same_name(std::string_view a, std::string_view b);
+// normalize_name(a) < normalize_name(b), without building either string; NameLess orders a
+// map by it, so string_view lookups find keys written in any case or separator.
+bool name_less(std::string_view a, std::string_view b);
+struct NameLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return name_less(a, b); }
+};
 
 }  // namespace flotilla::planner

@@ -146,10 +146,38 @@ double NetworkModel::allreduce_seconds(double bytes, int n, LinkKind link, const
   return allreduce_seconds(bytes, n, link, fit_name(*this, gpu), gpus_per_node);
 }
 
-std::string NetworkModel::pair_key(std::string_view zone_a, std::string_view gpu_a, int n_a, std::string_view zone_b,
-                                   std::string_view gpu_b, int n_b) {
-  return normalize_name(zone_a) + "|" + normalize_name(gpu_a) + "|" + std::to_string(n_a) + "|" +
-         normalize_name(zone_b) + "|" + normalize_name(gpu_b) + "|" + std::to_string(n_b);
+void PairFits::set(std::string_view zone_a, std::string_view gpu_a, int n_a, std::string_view zone_b,
+                   std::string_view gpu_b, int n_b, BandwidthFit fit) {
+  // operator[] finds a key already there under another spelling (NameLess) before it adds one.
+  fits_[std::string(zone_a)][std::string(gpu_a)][std::string(zone_b)][std::string(gpu_b)][{n_a, n_b}] =
+      std::move(fit);
+}
+
+const PairFits::ByGroupSizes* PairFits::ends(std::string_view zone_a, std::string_view gpu_a, std::string_view zone_b,
+                                             std::string_view gpu_b) const {
+  auto za = fits_.find(zone_a);
+  if (za == fits_.end()) return nullptr;
+  auto ga = za->second.find(gpu_a);
+  if (ga == za->second.end()) return nullptr;
+  auto zb = ga->second.find(zone_b);
+  if (zb == ga->second.end()) return nullptr;
+  auto gb = zb->second.find(gpu_b);
+  return gb == zb->second.end() ? nullptr : &gb->second;
+}
+
+const BandwidthFit* PairFits::find(std::string_view zone_a, const std::vector<std::string_view>& gpus_a,
+                                   std::string_view zone_b, const std::vector<std::string_view>& gpus_b,
+                                   int gpus_per_node) const {
+  // The candidate end pairs in the order ties go; then the largest group size any of them has.
+  std::vector<const ByGroupSizes*> candidates;
+  for (std::string_view a : gpus_a)
+    for (std::string_view b : gpus_b)
+      for (const ByGroupSizes* sizes : {ends(zone_a, a, zone_b, b), ends(zone_b, b, zone_a, a)})
+        if (sizes != nullptr) candidates.push_back(sizes);
+  for (int k = gpus_per_node; k >= 1 && !candidates.empty(); --k)
+    for (const ByGroupSizes* sizes : candidates)
+      if (auto it = sizes->find({k, k}); it != sizes->end()) return &it->second;
+  return nullptr;
 }
 
 double NetworkModel::pair_bandwidth_bytes_per_s(std::string_view zone_a, const GpuType& gpu_a, std::string_view zone_b,
@@ -160,16 +188,8 @@ double NetworkModel::pair_bandwidth_bytes_per_s(std::string_view zone_a, const G
     for (const std::string& a : gpu_a.aliases) names_a.push_back(a);
     for (const std::string& b : gpu_b.aliases) names_b.push_back(b);
     // The largest fitted group size <= n (node totals), shared by the n GPUs sending at once.
-    for (int k = n; k >= 1; --k) {
-      for (std::string_view a : names_a) {
-        for (std::string_view b : names_b) {
-          for (const std::string& key : {pair_key(zone_a, a, k, zone_b, b, k), pair_key(zone_b, b, k, zone_a, a, k)}) {
-            auto it = pair_fits.find(key);
-            if (it != pair_fits.end()) return eval_fit(it->second, message_bytes) / n;
-          }
-        }
-      }
-    }
+    if (const BandwidthFit* fit = pair_fits.find(zone_a, names_a, zone_b, names_b, n))
+      return eval_fit(*fit, message_bytes) / n;
   }
   const LinkKind link = link_between(zone_a, zone_b, false);
   return std::min(bandwidth_bytes_per_s(link, gpu_a, n, message_bytes),

@@ -10,7 +10,10 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "planner/model_spec.h"
 
 namespace flotilla::planner {
 
@@ -25,17 +28,40 @@ struct BandwidthFit {
   double peak_bytes_per_s = 0;
 };
 
+// Sailor's multizone fits (multizone_bandwidths*.json): node-to-node between two (zone, GPU type)
+// node kinds with n_a and n_b GPUs per node taking part. Names match as normalize_name() does.
+// Guarantees: find() builds no string (the search looks links up for every candidate it times).
+class PairFits {
+ public:
+  void set(std::string_view zone_a, std::string_view gpu_a, int n_a, std::string_view zone_b,
+           std::string_view gpu_b, int n_b, BandwidthFit fit);
+  // The fit between (zone_a, any of gpus_a) and (zone_b, any of gpus_b), in either direction,
+  // for the largest group size k <= gpus_per_node fitted on both ends (n_a = n_b = k); on a tie,
+  // the earlier names and the a -> b direction first. nullptr when there is none.
+  const BandwidthFit* find(std::string_view zone_a, const std::vector<std::string_view>& gpus_a,
+                           std::string_view zone_b, const std::vector<std::string_view>& gpus_b,
+                           int gpus_per_node) const;
+  bool empty() const { return fits_.empty(); }
+  void clear() { fits_.clear(); }
+
+ private:
+  template <class V>
+  using ByName = std::map<std::string, V, NameLess>;
+  using ByGroupSizes = std::map<std::pair<int, int>, BandwidthFit>;
+  // zone a -> GPU a -> zone b -> GPU b -> (n_a, n_b) -> fit
+  ByName<ByName<ByName<ByName<ByGroupSizes>>>> fits_;
+  const ByGroupSizes* ends(std::string_view zone_a, std::string_view gpu_a, std::string_view zone_b,
+                           std::string_view gpu_b) const;
+};
+
 struct NetworkModel {
   // gpu type -> gpus in the group -> fit
   std::map<std::string, std::map<int, BandwidthFit>> intra_node;
   // gpu type -> GPUs per node taking part -> fit for node-to-node within a zone (node total)
   std::map<std::string, std::map<int, BandwidthFit>> inter_node;
-  // Sailor's multizone fits (multizone_bandwidths*.json): node-to-node between (zone, GPU type,
-  // GPUs per node) pairs, keyed by pair_key(); heterogeneous pairs can be far slower than
+  // Measured node-to-node links between node kinds; heterogeneous pairs can be far slower than
   // either homogeneous link (e.g. Titan-RTX <-> RTX-3090 at 0.1 GB/s).
-  std::map<std::string, BandwidthFit> pair_fits;
-  static std::string pair_key(std::string_view zone_a, std::string_view gpu_a, int n_a, std::string_view zone_b,
-                              std::string_view gpu_b, int n_b);
+  PairFits pair_fits;
 
   double default_intra_node_bytes_per_s = 100e9;
   double default_inter_node_bytes_per_s = 12.5e9;   // 100 Gb/s

@@ -96,7 +96,7 @@ Result<NetworkModel> parse_multizone_fits(std::string_view text, NetworkModel ba
                 BandwidthFit f;
                 for (const json& c : v[0]) f.coeffs.push_back(c.get<double>());
                 f.peak_bytes_per_s = v[1].get<double>();
-                base.pair_fits[NetworkModel::pair_key(za, ga, std::stoi(na), zb, gb, std::stoi(nb))] = f;
+                base.pair_fits.set(za, ga, std::stoi(na), zb, gb, std::stoi(nb), std::move(f));
               }
             }
           }

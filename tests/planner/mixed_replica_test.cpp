@@ -28,8 +28,8 @@ struct Fixture {
   // sending at once, flat at gb_per_s for the node (a fit over log2 MB with only a constant).
   void flat_link(std::pair<const char*, const char*> a, std::pair<const char*, const char*> b, int gpus_per_node,
                  double gb_per_s) {
-    network.pair_fits[fp::NetworkModel::pair_key(a.first, a.second, gpus_per_node, b.first, b.second,
-                                                 gpus_per_node)] = {{0, 0, gb_per_s}, 100e9};
+    network.pair_fits.set(a.first, a.second, gpus_per_node, b.first, b.second, gpus_per_node,
+                          {{0, 0, gb_per_s}, 100e9});
   }
 
   Fixture() {

@@ -137,7 +137,7 @@ TEST(TimeModel, MultizonePairFitsApplyBothWays) {
   const fp::GpuType& a100 = *catalog.find("A100-40");
   const fp::GpuType& v100 = *catalog.find("V100-16");
   // A flat 2 GB/s node-to-node fit for one sender per node (coefficients over log2(MB)).
-  n.pair_fits[fp::NetworkModel::pair_key("zone-a", "A100-40", 1, "zone-b", "V100-16", 1)] = {{0, 0, 2.0}, 10e9};
+  n.pair_fits.set("zone-a", "A100-40", 1, "zone-b", "V100-16", 1, {{0, 0, 2.0}, 10e9});
   EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("zone-a", a100, "zone-b", v100, 1, 1e6), 2e9);
   EXPECT_DOUBLE_EQ(n.pair_bandwidth_bytes_per_s("zone-b", v100, "zone-a", a100, 1, 1e6), 2e9);
   // Two senders per node share the node's fitted total (the largest fitted group <= 2 is 1).
