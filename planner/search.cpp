@@ -134,15 +134,22 @@ class Searcher {
     return static_cast<double>(request_.global_batch_size) * request_.model.seq_len;
   }
 
-  // Branch and bound for the stage DP: iteration >= m x slowest cycle, so a pipeline whose
-  // slowest cycle exceeds bound / m cannot beat the best plan already found (throughput), or
-  // cannot meet the throughput floor.
-  double stage_bound(int m, int dp) const {
+  // Branch and bound for the stage DP. time_model.h's iteration is fill + (m - 1) x straggler
+  // + sync, with straggler >= the slowest cycle S and fill >= max(S, F), F = `fill_floor_seconds`
+  // (every block's fastest forward + backward over the configs: each block runs once in the
+  // fill, on some config). So a pipeline beats the best plan B (throughput) only if
+  // (m - 1) S + max(S, F) < B: S < B / m when F <= B / m, else S < (B - F) / (m - 1). The
+  // first form alone (iteration >= m x S) let deep splits through at small m. The throughput
+  // floor and the cost objective keep the m x S form.
+  double stage_bound(int m, int dp, double fill_floor_seconds) const {
     double bound = 1e300;
     if (request_.constraints.min_tokens_per_second)
       bound = std::min(bound, tokens_per_iteration() / *request_.constraints.min_tokens_per_second / m);
-    if (request_.options.branch_and_bound && throughput() && best_feasible_value_)
-      bound = std::min(bound, *best_feasible_value_ * kBoundSlack / m);
+    if (request_.options.branch_and_bound && throughput() && best_feasible_value_) {
+      const double best = *best_feasible_value_ * kBoundSlack;
+      if (fill_floor_seconds <= best / m) bound = std::min(bound, best / m);
+      else bound = std::min(bound, m > 1 ? std::max(0.0, best - fill_floor_seconds) / (m - 1) : 0.0);
+    }
     if (request_.options.branch_and_bound && !throughput() && best_feasible_value_) {
       // cost >= (cheapest GPU-second) x D x m x slowest cycle
       double cheapest = 1e300;
@@ -150,6 +157,18 @@ class Searcher {
       if (cheapest > 0) bound = std::min(bound, *best_feasible_value_ * kBoundSlack / (cheapest * dp * m));
     }
     return bound;
+  }
+
+  // Forward + backward of one micro-batch through every block, each block on its fastest config.
+  static double fill_floor_seconds(const StageDpTimes& times) {
+    if (times.prefix.empty()) return 0;
+    double floor = 0;
+    for (std::size_t b = 0; b + 1 < times.prefix.front().size(); ++b) {
+      double fastest = 1e300;
+      for (const std::vector<double>& prefix : times.prefix) fastest = std::min(fastest, prefix[b + 1] - prefix[b]);
+      floor += fastest;
+    }
+    return floor;
   }
 
   // Best proxy objective (lower is better) among constraint-respecting candidates of one
@@ -169,7 +188,8 @@ class Searcher {
     const StageDpTimes times = stage_dp_times(timer, configs, dp);
     StageDpInput input = stage_dp_input(request_, context_, pools_, configs, times, mbs, dp, max_stages_);
     const int m = input.num_micro_batches;
-    input.max_stage_seconds = stage_bound(m, dp);
+    const double fill_floor = fill_floor_seconds(times);
+    input.max_stage_seconds = stage_bound(m, dp, fill_floor);
     input.quadratic_reference = request_.options.quadratic_stage_dp;
     input.max_units = request_.options.max_stage_dp_positions;
     std::optional<StageDp> dp_solver(std::in_place, input);
@@ -194,7 +214,7 @@ class Searcher {
       ++result_.stats.dp_runs_ruled_out;
     } else if (seed_bound(input, configs, dp, m, timer, dp_solver)) {
       ++result_.stats.beam_dp_runs;
-      input.max_stage_seconds = stage_bound(m, dp);
+      input.max_stage_seconds = stage_bound(m, dp, fill_floor);
       input.max_states_per_depth = kBeamStatesPerDepth;
       dp_solver.emplace(input);
       dp_solver->solve();
