@@ -73,29 +73,39 @@ TEST(SearchCliTest, CostObjectiveMeetsTheThroughputFloor) {
   EXPECT_GE(nlohmann::json::parse(run.out).at("plan").at("tokens_per_second").get<double>(), 20000);
 }
 
-TEST(SearchCliTest, ImpossibleBudgetNamesTheBudgetThatWouldWork) {
+// `flotilla plan` on GPT-Neo with one impossible constraint: it exits 1 with one line whose
+// smallest change names a value for `flag`; returns that value ("" when the line names none).
+std::string named_value(const std::string& flag, const std::string& impossible, const std::string& change) {
   const std::string base = "plan --model gpt-neo-2.7b --cluster " + example("cluster.yaml");
-  const CliRun run = flotilla(base + " --max-usd-per-iter 0.0001");
-  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  const CliRun run = flotilla(base + " " + flag + " " + impossible);
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_EQ(lines(run.err), 1) << run.err;
   std::smatch match;
-  ASSERT_TRUE(std::regex_search(run.err, match, std::regex("raise --max-usd-per-iter to ([0-9.]+)")))
-      << run.err;
-  EXPECT_EQ(flotilla(base + " --max-usd-per-iter " + match[1].str()).exit_code, 0);
+  if (!std::regex_search(run.err, match, std::regex(change + " " + flag + " to ([0-9.]+)"))) {
+    ADD_FAILURE() << run.err;
+    return "";
+  }
+  return match[1].str();
+}
+
+int plan_exit_code(const std::string& flag, const std::string& value) {
+  return flotilla("plan --model gpt-neo-2.7b --cluster " + example("cluster.yaml") + " " + flag + " " + value)
+      .exit_code;
+}
+
+TEST(SearchCliTest, ImpossibleBudgetNamesTheBudgetThatWouldWork) {
+  const std::string budget = named_value("--max-usd-per-iter", "0.0001", "raise");
+  ASSERT_FALSE(budget.empty());
+  EXPECT_EQ(plan_exit_code("--max-usd-per-iter", budget), 0);
 }
 
 TEST(SearchCliTest, ImpossibleThroughputFloorNamesTheFloorThatWouldWork) {
-  const std::string base = "plan --model gpt-neo-2.7b --cluster " + example("cluster.yaml");
-  const CliRun run = flotilla(base + " --min-tokens-per-s 1e9");
-  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
-  EXPECT_EQ(lines(run.err), 1) << run.err;
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(run.err, match, std::regex("lower --min-tokens-per-s to ([0-9.]+)"))) << run.err;
-  const double floor = std::stod(match[1].str());
-  EXPECT_LT(floor, 1e9);
+  const std::string floor = named_value("--min-tokens-per-s", "1e9", "lower");
+  ASSERT_FALSE(floor.empty());
+  EXPECT_LT(std::stod(floor), 1e9);
   // The floor named is one the fastest plan meets, and a floor 1 % above it is met by none.
-  EXPECT_EQ(flotilla(base + " --min-tokens-per-s " + match[1].str()).exit_code, 0);
-  EXPECT_EQ(flotilla(base + " --min-tokens-per-s " + std::to_string(floor * 1.01)).exit_code, 1);
+  EXPECT_EQ(plan_exit_code("--min-tokens-per-s", floor), 0);
+  EXPECT_EQ(plan_exit_code("--min-tokens-per-s", std::to_string(std::stod(floor) * 1.01)), 1);
 }
 
 TEST(SearchCliTest, FitsNowhereNamesASmallestChangeThatReallyFits) {
