@@ -234,6 +234,18 @@ class Sidecar {
                                "' is not writable by the pods; fix its permissions or spec.checkpoint.path");
   }
 
+  // The training text: a path every rank would fail on in the same way is one line in the
+  // spec's terms, before any worker starts.
+  static void ensure_data_file(const std::string& path) {
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      throw std::runtime_error("data file '" + path +
+                               "' not found; fix spec.worker.data: a text file every pod can read");
+    if (fs::is_directory(path, ec) || ::access(path.c_str(), R_OK) != 0)
+      throw std::runtime_error("data file '" + path +
+                               "' is not a readable file; fix spec.worker.data or the file's permissions");
+  }
+
   void spawn_workers() {
     event("rendezvous_ready", {{"port", rdv_.port}});
     RankLaunch launch;
@@ -248,6 +260,7 @@ class Sidecar {
         throw std::runtime_error("workerKind '" + plan_->worker_kind +
                                  "' is not run by this sidecar yet (only flotilla)");
       ensure_checkpoint_dir(plan_->checkpoint_dir);
+      ensure_data_file(plan_->data_path);
       workers_.start(*plan_, o_.worker_binary, o_.work_dir, launch, rdv_.addr, rdv_.port);
       event("spawned", {{"ranks", plan_->ranks}});
     } catch (const std::exception& e) {
