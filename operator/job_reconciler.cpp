@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "operator/crash_loop.h"
+
 namespace flotilla::op {
 namespace {
 
@@ -95,6 +97,14 @@ void delete_all_pods(Context& c) {
     if (!p.deleting && p.phase != "Succeeded") c.actions.remove.push_back(p.name);
 }
 
+// Failed for good: the pods go, the condition says why and what to fix.
+void fail_job(Context& c, const std::string& reason, const std::string& message) {
+  phase(c, "Failed");
+  condition(c, "Failed", true, reason, message);
+  event(c, "Warning", reason, message);
+  delete_all_pods(c);
+}
+
 // Turns a new plan into pod actions: keep same-name live pods (re-annotated), delete the rest,
 // create what is missing. `barrier` is the epoch the new workers may start from.
 void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
@@ -170,6 +180,22 @@ bool barrier_can_lift(const Context& c, const JobPlan& plan) {
   return true;
 }
 
+// Every old worker stopped: the new ranks may start, unless a relaunch after a failure still
+// backs off (the shell reconciles again when that ends).
+void lift_barrier_after_backoff(Context& c, const JobPlan& plan) {
+  double wait_s = 0;
+  if (!restart_due(FailureStreak::from_status(c.status), c.job.now, &wait_s)) {
+    c.actions.requeue_after_seconds = wait_s;
+    return;
+  }
+  if (c.status.contains("failures")) c.status["failures"].erase("restartAfter");
+  c.status["plan"]["barrier"] = plan.epoch;
+  for (const PlanPod& pod : plan.pods)
+    c.actions.annotate.emplace_back(pod.name, pod_plan_for(c.job.spec, plan, pod, plan.epoch));
+  event(c, "Normal", "BarrierLifted",
+        "epoch " + std::to_string(plan.epoch) + ": every old worker stopped; starting the new ranks");
+}
+
 // Level-based repair: a plan pod that is missing is created, a stale plan annotation is
 // rewritten, and a pod of the job outside the plan is deleted (e.g. after a failed API call).
 void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
@@ -195,9 +221,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   const JobObservation& job = c.job;
   // Lost pods, a changed target, or a pod that failed: a new epoch.
   int lost = 0;
+  bool node_lost = false;  // the infrastructure's doing: never counts towards spec.backoffLimit
   bool failed = false;
   int gave_up = 0;
   std::string failure;
+  std::string pod_failure;  // a pod of this epoch failed on a healthy node (e.g. its sidecar died)
   for (const PlanPod& pod : plan.pods) {
     // Lost: its node is gone or unhealthy, or the pod failed or is being deleted. A pod not
     // in the cache yet (just created) is not lost: converge() creates it if it is missing.
@@ -208,6 +236,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     // already replaces (same name); only one that failed under this epoch is a new loss.
     const bool this_epoch = p != nullptr && p->plan && p->plan->epoch >= plan.epoch;
     if (!node_ok || (this_epoch && (p->deleting || p->phase == "Failed"))) lost += pod.gpus;
+    node_lost = node_lost || !node_ok;
+    if (node_ok && this_epoch && p->phase == "Failed" && pod_failure.empty())
+      pod_failure = p->name + ": the pod ended Failed (its sidecar exited)";
     if (p != nullptr && report_is(p, plan.epoch, {PodState::kFailed, PodState::kDegraded})) {
       failed = true;
       failure = p->name + ": " + p->report->message;
@@ -215,13 +246,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     }
   }
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
-  if (gave_up >= 3) {
-    phase(c, "Failed");
-    condition(c, "Failed", true, "WorkerFailed", failure);
-    event(c, "Warning", "WorkerFailed", failure);
-    delete_all_pods(c);
-    return;
-  }
+  if (gave_up >= 3) return fail_job(c, "WorkerFailed", failure + ". " + kFixThenReapply);
   if (d != nullptr && d->action == scaler::AllocAction::kRequeue) {
     phase(c, "Pending");
     Json p = c.status["plan"];
@@ -239,6 +264,15 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
                       (d->action == scaler::AllocAction::kGrow || d->action == scaler::AllocAction::kShrink) &&
                       d->target_gpus != plan.gpus;
   if (lost > 0 || failed || resize) {
+    std::int64_t backoff_s = 0;
+    if ((failed || !pod_failure.empty()) && !node_lost) {
+      const BackoffPolicy policy{job.spec.backoff_limit};
+      const FailureVerdict v = judge_failure(FailureStreak::from_status(c.status), progress_mark(c.status),
+                                             failed ? failure : pod_failure, job.now, policy);
+      c.status["failures"] = v.streak.to_status();
+      if (v.give_up) return fail_job(c, "BackoffLimitExceeded", give_up_message(v, policy));
+      backoff_s = v.backoff_seconds;
+    }
     const std::string why = lost > 0 ? "lost " + std::to_string(lost) + " GPUs"
                             : failed ? "a worker failed: " + failure
                                      : d->reason;
@@ -257,7 +291,8 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     }
     phase(c, "Rescaling");
     const std::string reason = lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : d->reason_code;
-    condition(c, "Rescaling", true, reason, why);
+    condition(c, "Rescaling", true, reason,
+              backoff_s > 0 ? why + " (relaunch in " + std::to_string(backoff_s) + " s)" : why);
     event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
     return;
   }
@@ -270,13 +305,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   }
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
-    if (barrier_can_lift(c, plan)) {
-      c.status["plan"]["barrier"] = plan.epoch;
-      for (const PlanPod& pod : plan.pods)
-        c.actions.annotate.emplace_back(pod.name, pod_plan_for(job.spec, plan, pod, plan.epoch));
-      event(c, "Normal", "BarrierLifted",
-            "epoch " + std::to_string(plan.epoch) + ": every old worker stopped; starting the new ranks");
-    }
+    if (barrier_can_lift(c, plan)) lift_barrier_after_backoff(c, plan);
     return;
   }
   bool all_running = true, all_done = true;
@@ -325,6 +354,28 @@ void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   if (plan_and_act(c, previous, d->target_gpus, epoch, old_pods, d->reason)) phase(c, "Pending");
 }
 
+// A Failed job whose spec changed since it failed (re-applied with a fix) runs again.
+bool failed_before_this_generation(const Json& status, std::int64_t generation) {
+  if (status.value("phase", "") != "Failed") return false;
+  for (const Json& cond : status.value("conditions", Json::array()))
+    if (cond.value("type", "") == "Failed" && cond.value("status", "") == "True")
+      return cond.value("observedGeneration", std::int64_t{0}) < generation;
+  return false;
+}
+
+// Back to Pending with no pods in the plan: admitted again, a new epoch, a fresh failure streak.
+void start_again(Context& c) {
+  phase(c, "Pending");
+  c.status.erase("failures");
+  if (c.status.contains("plan")) {
+    c.status["plan"]["pods"] = Json::array();
+    c.status["plan"]["gpus"] = 0;
+  }
+  condition(c, "Failed", false, "SpecChanged", "the spec changed after the failure; starting again");
+  event(c, "Normal", "SpecChanged",
+        "generation " + std::to_string(c.job.spec.generation) + " after the failure: starting again");
+}
+
 }  // namespace
 
 void set_condition(Json& status, const std::string& type, bool value, const std::string& reason,
@@ -352,6 +403,7 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
   Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}};
+  if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);
   c.status["observedGeneration"] = job.spec.generation;
   const std::string current = c.status.value("phase", "");
   if (current == "Succeeded" || current == "Failed") {

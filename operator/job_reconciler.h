@@ -11,6 +11,10 @@
 //   B < E    --every plan pod reports Stopped/Waiting for E and no other pod of the job is
 //            left--> B = E on every pod: the sidecars start the new ranks       (Rescaling)
 //   plan E   --every pod reports Succeeded--> Succeeded;  a pod gave up --> Failed
+//   plan E   --a worker failed: plan E+1 as above, its barrier lifted only after the backoff;
+//            the (spec.backoffLimit+1)-th failure in a row without progress --> Failed
+//            (operator/crash_loop.h), its condition carrying the worker's error line
+//   Failed   --the spec changed (a newer generation)--> Pending, no plan: admitted again
 //   plan E   --lost GPUs and nothing fits on what is left, or requeued--> pods deleted, no
 //            plan (pods: []), Pending until admitted again; training resumes from the checkpoint
 // Guarantees: pure and deterministic; the status is written with the new epoch before any pod
@@ -70,6 +74,7 @@ struct JobActions {
   std::vector<std::string> remove;
   std::vector<std::pair<std::string, PodPlan>> annotate;
   std::vector<JobEvent> events;
+  std::optional<double> requeue_after_seconds;  // a relaunch waits for its backoff (crash_loop.h)
 };
 
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& context);

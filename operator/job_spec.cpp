@@ -143,6 +143,7 @@ void read_policy(SpecReader& r, JobSpec& s, const PolicyDefaults& d) {
   s.min_rescale_interval_seconds = static_cast<double>(r.integer(
       "elasticity.minRescaleIntervalSeconds", static_cast<std::int64_t>(d.min_rescale_interval_seconds), 0));
   s.priority = r.int32("priority", 0, -1000000000);
+  s.backoff_limit = r.int32("backoffLimit", 3, 0);
 }
 
 }  // namespace

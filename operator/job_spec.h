@@ -60,6 +60,7 @@ struct JobSpec {
   double window_seconds = 28800;
   double min_rescale_interval_seconds = 60;
   int priority = 0;
+  int backoff_limit = 3;  // relaunches after failures without training progress (operator/crash_loop.h)
 
   std::string key() const { return ns + "/" + name; }
 };

@@ -463,6 +463,9 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   apply(obs.spec, *job, actions);
   const std::string phase = actions.status ? actions.status->value("phase", "") : status.value("phase", "");
   if (phase == "Succeeded" || phase == "Failed") return kube::Action::await_change();
+  if (actions.requeue_after_seconds && *actions.requeue_after_seconds < 5)  // a relaunch's backoff ends sooner
+    return kube::Action::requeue_after(std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::ceil(*actions.requeue_after_seconds * 1000))));
   return kube::Action::requeue_after(std::chrono::seconds(5));
 }
 

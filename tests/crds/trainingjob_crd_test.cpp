@@ -34,6 +34,7 @@ spec:
   worker: {kind: pytorch, image: x}
   elasticity: {mode: loose}
   checkpoint: {}
+  backoffLimit: -1
 )";
 
 class TrainingJobCrd : public ::testing::Test {
@@ -58,7 +59,8 @@ TEST_F(TrainingJobCrd, ExplainDocumentsEverySpecField) {
   auto r = dc_.kubectl("explain tj.spec");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* field : {"model\t", "modelSpec\t", "globalBatchSize\t", "trainSteps\t", "seed\t", "worker\t",
-                            "checkpoint\t", "resources\t", "objective\t", "budget\t", "elasticity\t", "priority\t"})
+                            "checkpoint\t", "resources\t", "objective\t", "budget\t", "elasticity\t", "priority\t",
+                            "backoffLimit\t"})
     EXPECT_NE(r.output.find(std::string("  ") + field), std::string::npos) << field << " missing in\n" << r.output;
   for (const std::string sub : {"worker", "checkpoint", "resources", "elasticity"}) {
     r = dc_.kubectl("explain tj.spec." + sub);
@@ -87,6 +89,7 @@ TEST_F(TrainingJobCrd, DefaultsFillWhatTheManifestLeavesOut) {
   EXPECT_EQ(spec["resources"]["minGPUs"], 1);
   EXPECT_EQ(spec["objective"], "throughput");
   EXPECT_EQ(spec["priority"], 0);
+  EXPECT_EQ(spec["backoffLimit"], 3);
   EXPECT_EQ(spec["seed"], 1234);
 }
 
@@ -97,7 +100,8 @@ TEST_F(TrainingJobCrd, BadManifestIsRefusedWithFieldPaths) {
   for (const char* refusal :
        {"spec.checkpoint.path: Required value", "spec.elasticity.mode: Unsupported value: \"loose\"",
         "spec.globalBatchSize: Invalid value: -8", "spec.trainSteps: Invalid value: 0",
-        "spec.worker.kind: Unsupported value: \"pytorch\""})
+        "spec.worker.kind: Unsupported value: \"pytorch\"",
+        "spec.backoffLimit: Invalid value: -1"})
     EXPECT_NE(r.output.find(refusal), std::string::npos) << refusal << "\n" << r.output;
   // A manifest without a spec at all, or without the model, names what is missing.
   write_text(dc_.dir() / "nospec.yaml", "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\n");

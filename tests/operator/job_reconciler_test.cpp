@@ -286,3 +286,136 @@ TEST(JobReconciler, ARefusedScaleUpIsWrittenToStatusWithItsInputsOnce) {
   for (const auto& e : a.events) again = again || e.reason == "BenefitCheckRefused";
   EXPECT_FALSE(again) << "written once per change, not on every reconcile";
 }
+
+namespace {
+
+// Every pod of the job reports `state` under `epoch` (a failure's message on the first).
+void report_all(Harness& h, flotilla::PodState state, std::int64_t epoch, std::int64_t step = 0,
+                const std::string& message = "") {
+  for (fo::PodObservation& p : h.obs.pods) {
+    if (p.deleting) continue;
+    h.report(p, state, epoch, step);
+    p.report->message = message;
+  }
+}
+
+std::string at_second(int s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "2026-11-24T00:%02d:%02dZ", s / 60, s % 60);
+  return text;
+}
+
+std::string failed_message(const nlohmann::json& status) {
+  for (const auto& c : status.value("conditions", nlohmann::json::array()))
+    if (c.value("type", "") == "Failed") return c.value("message", "");
+  return "";
+}
+
+// One worker failure under the current epoch, then the sidecars stop under the new one: returns
+// the reconcile's actions after the stop. Pods are two (4 GPUs on n0 and n1), so the world spans
+// pods and only the operator can relaunch it.
+fo::JobActions fail_then_stop(Harness& h, std::int64_t step, const std::string& message) {
+  const std::int64_t epoch = h.epoch();
+  report_all(h, flotilla::PodState::kDegraded, epoch, step, message);
+  h.apply(h.step());
+  if (h.phase() == "Failed") return {};
+  report_all(h, flotilla::PodState::kStopped, h.epoch(), step);
+  const fo::JobActions a = h.step();
+  h.apply(a);
+  return a;
+}
+
+}  // namespace
+
+// A data file that does not exist: every relaunch fails before its first step. The relaunches
+// wait 1, 2, 4 s (the barrier is not lifted before), and the 4th failure in a row (backoffLimit
+// 3, the default) fails the job with the worker's own line; the epoch stays small, the pods go.
+TEST(JobReconciler, FailuresWithoutProgressBackOffThenFailTheJobWithTheWorkersError) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  ASSERT_EQ(h.obs.pods.size(), 2u);
+  const std::string error = "cannot start the workers: data file '/data/t.txt' not found; fix spec.worker.data";
+  int t = 10;
+  for (int k = 1; k <= 3; ++k) {
+    h.obs.now = at_second(t);
+    fo::JobActions a = fail_then_stop(h, 0, error);
+    EXPECT_EQ(h.phase(), "Rescaling");
+    EXPECT_EQ(h.obs.status["failures"].value("consecutive", 0), k);
+    EXPECT_LT(h.barrier(), h.epoch()) << "failure " << k << ": relaunched before its backoff";
+    ASSERT_TRUE(a.requeue_after_seconds) << "failure " << k;
+    const int backoff_s = 1 << (k - 1);
+    EXPECT_DOUBLE_EQ(*a.requeue_after_seconds, backoff_s + 1) << "whole seconds: the second after restartAfter";
+    h.obs.now = at_second(t + backoff_s);  // restartAfter itself: still waiting
+    h.apply(h.step());
+    EXPECT_LT(h.barrier(), h.epoch());
+    h.obs.now = at_second(t + backoff_s + 1);
+    h.apply(h.step());
+    EXPECT_EQ(h.barrier(), h.epoch()) << "failure " << k << ": the backoff is over";
+    EXPECT_FALSE(h.obs.status["failures"].contains("restartAfter"));
+    t += backoff_s + 2;
+  }
+  EXPECT_EQ(h.epoch(), 4);
+  report_all(h, flotilla::PodState::kDegraded, h.epoch(), 0, error);
+  const fo::JobActions a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.phase(), "Failed");
+  EXPECT_EQ(condition(h.obs.status, "Failed"), "True/BackoffLimitExceeded");
+  const std::string message = failed_message(h.obs.status);
+  EXPECT_NE(message.find(error), std::string::npos) << message;
+  EXPECT_NE(message.find("4 times in a row"), std::string::npos) << message;
+  EXPECT_EQ(a.remove.size(), 2u) << "no pod keeps running";
+  EXPECT_EQ(h.epoch(), 4) << "no new epoch once Failed";
+  h.obs.now = at_second(t + 100);
+  EXPECT_FALSE(h.step().status) << "Failed is terminal until the spec changes";
+}
+
+// Killed workers mid-training: each failure follows new steps, so the job recovers every time
+// (one streak of one), as many times as it fails.
+TEST(JobReconciler, FailuresAfterProgressAreRecoveredEveryTime) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  int t = 10;
+  for (int k = 1; k <= 6; ++k) {
+    h.obs.now = at_second(t);
+    fail_then_stop(h, 10 * k, "local rank 1: killed by signal 9");
+    ASSERT_EQ(h.phase(), "Rescaling") << "failure " << k;
+    EXPECT_EQ(h.obs.status["failures"].value("consecutive", 0), 1);
+    h.obs.now = at_second(t + 2);
+    h.apply(h.step());
+    EXPECT_EQ(h.barrier(), h.epoch());
+    t += 3;
+  }
+  EXPECT_EQ(h.obs.status["progress"].value("step", 0), 60);
+}
+
+// The user fixes the spec and re-applies it (a new generation): the Failed job is admitted again
+// under a new epoch; the same generation stays Failed.
+TEST(JobReconciler, AFailedJobRunsAgainWhenItsSpecChanges) {
+  Harness h;
+  h.obs.spec = spec_of(job_object(R"({"backoffLimit": 0})"));
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  report_all(h, flotilla::PodState::kDegraded, 1, 0, "data file '/data/t.txt' not found");
+  h.obs.decision.reset();
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Failed");
+  EXPECT_NE(failed_message(h.obs.status).find("spec.backoffLimit 0"), std::string::npos);
+  h.remove_deleted();
+  nlohmann::json fixed = job_object(R"({"backoffLimit": 0, "worker": {"data": "/data/fixed.txt"}})");
+  fixed["metadata"]["generation"] = 2;
+  h.obs.spec = spec_of(fixed);
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Pending");
+  EXPECT_EQ(condition(h.obs.status, "Failed"), "False/SpecChanged");
+  EXPECT_FALSE(h.obs.status.contains("failures"));
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  const fo::JobActions a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 2);
+  ASSERT_EQ(a.create.size(), 2u);
+  EXPECT_EQ(a.create[0].plan.data_path, "/data/fixed.txt");
+}

@@ -21,6 +21,46 @@ TEST_F(LocalCluster, JobRunsFromApplyToSucceededWithEveryStepOnce) {
   EXPECT_EQ(loss, reference_loss(60)) << "the loss log differs from an uninterrupted run";
 }
 
+// A data file that does not exist, on a world that spans two pods (so only the operator can
+// relaunch it): the relaunches back off 1, 2 and 4 s, the 4th failure in a row without a step
+// (spec.backoffLimit's default, 3) fails the job with the sidecar's line naming the file, and no
+// pod is left. Re-applying the fixed spec runs the job to the end.
+TEST_F(LocalCluster, AMissingDataFileFailsTheJobAfterBoundedBackoffAndTheFixedSpecRuns) {
+  const fs::path missing = dir_ / "missing.txt";
+  const auto manifest = [&](const fs::path& data) {
+    std::ofstream(dir_ / "job.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
+                                        "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 20\n"
+                                        "  resources: {minGPUs: 4}\n  worker: {image: w, data: "
+                                     << data.string() << "}\n  checkpoint: {path: " << (dir_ / "ckpt").string()
+                                     << "}\n";
+    return kubectl("apply -f " + (dir_ / "job.yaml").string());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(manifest(missing).exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Failed"; }, 60s)) << field(".status") << "\n"
+                                                                                 << events();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("missing data file: Failed after %.1f s at epoch %s\n", seconds, field(".status.plan.epoch").c_str());
+  EXPECT_GE(seconds, 1 + 2 + 4) << "three relaunches, each after its backoff";
+  EXPECT_LE(std::atoi(field(".status.plan.epoch").c_str()), 4) << "admission and three relaunches, no more";
+  EXPECT_EQ(field(".status.failures.consecutive"), "4");
+  EXPECT_EQ(field(".status.conditions[?(@.type==\"Failed\")].reason"), "BackoffLimitExceeded");
+  const std::string message = field(".status.conditions[?(@.type==\"Failed\")].message");
+  EXPECT_NE(message.find("data file '" + missing.string() + "' not found"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.worker.data"), std::string::npos) << message;
+  EXPECT_NE(message.find("re-apply"), std::string::npos) << message;
+  EXPECT_TRUE(wait_for([&] { return kubectl("get pods -o name").output.empty(); }, 30s)) << kubectl("get pods").output;
+  const std::string failed_epoch = field(".status.plan.epoch");
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(field(".status.plan.epoch"), failed_epoch) << "Failed relaunches nothing";
+
+  ASSERT_EQ(manifest(dir_ / "data.txt").exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 90s)) << field(".status") << "\n"
+                                                                                    << events();
+  EXPECT_EQ(field(".status.progress.step"), "20");
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(20));
+}
+
 TEST_F(LocalCluster, ScalesUpThroughTheBenefitCheckThenShrinksOnNodeLossAndStaysBitIdentical) {
   apply_job(500);
   // Admitted at its smallest size (1 GPU), then grown while nobody waits: the benefit check's
