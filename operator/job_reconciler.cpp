@@ -51,8 +51,12 @@ void fold_progress(const JobObservation& job, Json& status) {
     const PodReport& r = *p.report;
     if (r.step >= step && r.step > 0) {
       step = r.step;
-      progress["loss"] = r.loss;
-      if (r.tokens_per_second > 0) progress["tokensPerSecond"] = r.tokens_per_second;
+      // A pod that only resumed (a finished checkpoint: nothing left to train) reports the step
+      // but measured no loss or speed: tokens/s > 0 marks a measured step.
+      if (r.tokens_per_second > 0) {
+        progress["loss"] = r.loss;
+        progress["tokensPerSecond"] = r.tokens_per_second;
+      }
     }
     checkpoint = std::max(checkpoint, r.last_checkpoint_step);
   }

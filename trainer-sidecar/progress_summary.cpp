@@ -23,6 +23,10 @@ bool ProgressSummary::fold(const std::string& line) {
     fold_memory(line);
     return false;
   }
+  if (line.find("\"start\"") != std::string::npos) {
+    fold_start(line);
+    return false;
+  }
   if (line.find("\"step\"") == std::string::npos) return false;
   auto p = parse_step_line(line, nullptr);
   if (!p) return false;
@@ -45,6 +49,13 @@ void ProgressSummary::fold_memory(const std::string& line) {
   const std::optional<MemoryProgress> memory = parse_memory_line(line, nullptr);
   if (!memory || memory->peak_bytes <= 0) return;
   peak_bytes_ = std::max(peak_bytes_, memory->peak_bytes);
+}
+
+void ProgressSummary::fold_start(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || j.value("event", "") != "start") return;
+  const auto it = j.find("resumed_from_step");
+  if (it != j.end() && it->is_number_integer()) completed_ = std::max(completed_, it->get<std::int64_t>());
 }
 
 std::vector<StageSeconds> ProgressSummary::stage_seconds() const {

@@ -6,8 +6,10 @@
 //   tokens/s come from the newest line of the last stage (the stage that computes the loss;
 //   every rank carries rank 0's global loss, so any line would do when the last stage is in
 //   another pod); forward/backward seconds are the mean over the stage's micro-batches.
-//   A "memory" line raises peak_bytes() to its peak_bytes; other events ("start",
-//   "checkpoint") are ignored.
+//   A "start" line's resumed_from_step (the checkpoint the rank resumed from) is a completed
+//   step too, so an attempt that resumes at or past the job's last step (nothing left to train)
+//   reports that step, not 0. A "memory" line raises peak_bytes() to its peak_bytes; other
+//   events ("checkpoint") are ignored.
 // Assumes: lines of one epoch and one attempt; reset() before a new attempt.
 // Caveats: pure (no I/O, no clock).
 #pragma once
@@ -28,8 +30,10 @@ class ProgressSummary {
   void reset(int pp);
   // Returns true when the line was a step line.
   bool fold(const std::string& line);
-  bool has_step() const { return has_step_; }
-  std::int64_t completed_steps() const { return completed_; }  // 0 when none this attempt
+  bool has_step() const { return has_step_; }  // a step line this attempt (not a start line)
+  // The highest completed step: a step line's step + 1, or the step a rank resumed from; 0 when
+  // neither was seen this attempt.
+  std::int64_t completed_steps() const { return completed_; }
   double loss() const { return loss_; }
   double tokens_per_second() const { return tokens_per_s_; }
   std::vector<StageSeconds> stage_seconds() const;
@@ -39,6 +43,7 @@ class ProgressSummary {
 
  private:
   void fold_memory(const std::string& line);
+  void fold_start(const std::string& line);
   int pp_ = 1;
   bool has_step_ = false;
   bool loss_from_last_stage_ = false;

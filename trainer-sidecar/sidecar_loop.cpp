@@ -135,8 +135,9 @@ class Sidecar {
       const bool first = !summary_.has_step();
       if (summary_.fold(line) && first) event("first_step", {{"step", summary_.completed_steps()}});
     }
+    // A step, or the checkpoint this attempt resumed from (a finished job resumes at its end).
+    if (summary_.completed_steps() > 0) step_ = summary_.completed_steps();
     if (summary_.has_step()) {
-      step_ = summary_.completed_steps();
       loss_ = summary_.loss();
       tokens_per_s_ = summary_.tokens_per_second();
       stage_seconds_ = summary_.stage_seconds();

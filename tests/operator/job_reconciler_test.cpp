@@ -419,3 +419,18 @@ TEST(JobReconciler, AFailedJobRunsAgainWhenItsSpecChanges) {
   ASSERT_EQ(a.create.size(), 2u);
   EXPECT_EQ(a.create[0].plan.data_path, "/data/fixed.txt");
 }
+
+// A job re-created over a finished checkpoint: the pods report the resumed step but no measured
+// loss or speed, so status.progress has the step and no made-up loss of 0.
+TEST(JobReconciler, AResumedOnlyReportGivesTheStepButNoLoss) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  report_all(h, flotilla::PodState::kSucceeded, 1, 100);
+  for (fo::PodObservation& p : h.obs.pods) p.report->last_checkpoint_step = 100;
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Succeeded");
+  EXPECT_EQ(h.obs.status["progress"].value("step", 0), 100);
+  EXPECT_EQ(h.obs.status["progress"].value("lastCheckpointStep", 0), 100);
+  EXPECT_FALSE(h.obs.status["progress"].contains("loss"));
+}

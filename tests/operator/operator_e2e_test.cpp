@@ -19,6 +19,14 @@ TEST_F(LocalCluster, JobRunsFromApplyToSucceededWithEveryStepOnce) {
   const std::string loss = slurp(dir_ / "ckpt/loss.log");
   EXPECT_EQ(std::count(loss.begin(), loss.end(), '\n'), 60);
   EXPECT_EQ(loss, reference_loss(60)) << "the loss log differs from an uninterrupted run";
+  // Deleted and re-created over its finished checkpoint: nothing is left to train, and the job
+  // says it is at step 60, not 0.
+  ASSERT_EQ(kubectl("delete tj demo --wait=true").exit_code, 0);
+  apply_job(60);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 60s)) << field(".status");
+  EXPECT_EQ(field(".status.progress.lastCheckpointStep"), "60");
+  EXPECT_EQ(field(".status.progress.step"), "60") << field(".status.progress");
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), loss) << "the resumed run trained nothing again";
 }
 
 // A data file that does not exist, on a world that spans two pods (so only the operator can

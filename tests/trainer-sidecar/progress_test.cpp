@@ -67,6 +67,25 @@ TEST(SidecarProgress, MemoryLinesGiveThePodsLargestMeasuredPeak) {
   EXPECT_EQ(s.peak_bytes(), 0);
 }
 
+// A job re-created over a finished checkpoint folder: every rank resumes at step 500 of 500 and
+// exits without a step line; the job is at step 500, not 0. A later step line still wins.
+TEST(SidecarProgress, AStartLineResumedFromACheckpointIsTheCompletedStep) {
+  ProgressSummary s(2);
+  EXPECT_FALSE(s.fold(R"({"event":"start","rank":0,"stage":0,"resumed_from_step":500,"time_unix_ms":1.7e12})"));
+  EXPECT_FALSE(s.fold(R"({"event":"start","rank":1,"stage":1,"resumed_from_step":500,"time_unix_ms":1.7e12})"));
+  EXPECT_FALSE(s.has_step());
+  EXPECT_EQ(s.completed_steps(), 500);
+  EXPECT_FALSE(s.fold(R"({"event":"start","rank":0,"resumed_from_step":"500"})"));  // not an integer: ignored
+  EXPECT_FALSE(s.fold(R"({"event":"start","rank":0})"));
+  EXPECT_EQ(s.completed_steps(), 500);
+  s.reset(2);
+  EXPECT_FALSE(s.fold(R"({"event":"start","rank":1,"stage":1,"resumed_from_step":40})"));
+  EXPECT_EQ(s.completed_steps(), 40);
+  EXPECT_TRUE(s.fold(line(1, 1, 0, 40, 2.0, 10, {0.1}, {0.2})));
+  EXPECT_EQ(s.completed_steps(), 41);
+  EXPECT_DOUBLE_EQ(s.loss(), 2.0);
+}
+
 TEST(SidecarProgress, TailReturnsEachCompleteLineOnce) {
   auto path = std::filesystem::temp_directory_path() / ("sidecar-tail-" + std::to_string(::getpid()));
   std::filesystem::remove(path);
