@@ -1,11 +1,13 @@
 // What `flotilla demo` sees of the local cluster while its scenario plays: one poll lists the
 // TrainingJobs and Nodes and folds them into time series (per-job samples), the scaling
-// decisions as they change (status.lastDecision) and the plans each job ran (status.plan by
-// epoch), with the time each plan was first seen and the time training resumed under it.
+// decisions (status.recentDecisions, through the operator's own recent_decisions()) and the
+// plans each job ran (status.plan by epoch), with the time each plan was first seen and the time
+// training resumed under it.
 //
 // Guarantees: poll() makes two API calls and never throws (an unreachable API server leaves the
 //   records unchanged and sets last_error()); times are seconds since the observer started
-//   (steady clock). A decision is recorded once per change of (action, reason, epoch).
+//   (steady clock). Every decision the status lists is recorded once (by action, reason, epoch
+//   and time), also one the operator replaced between two polls; its t_s is the poll that saw it.
 // Assumes: one namespace ("default"); polled every few hundred milliseconds, so times are as
 //   exact as the poll interval.
 #pragma once
@@ -38,6 +40,7 @@ struct DecisionRecord {
   double t_s = 0;
   std::string job, action, reason;
   std::int64_t epoch = 0;
+  std::string time;  // the operator's RFC 3339 time of the decision
   bool has_benefit = false;
   double arrival_rate_per_s = 0, speedup = 0, overhead_s = 0, required_idle_s = 0, probability = 0, threshold = 0;
 };
@@ -89,6 +92,7 @@ class DemoObserver {
 
  private:
   void fold_job(const nlohmann::json& job, double t);
+  void fold_decision(const std::string& job, const nlohmann::json& decision, double t);
 
   std::shared_ptr<kube::Client> client_;
   std::chrono::steady_clock::time_point start_;

@@ -38,8 +38,8 @@ std::string mib(std::int64_t bytes) {
   return buf;
 }
 
-// The decision that made plan p: the one recorded with p's epoch (status.lastDecision.epoch);
-// else the newest seen before the plan (a decision the poll missed, overwritten by a later one).
+// The decision that made plan p: the one recorded with p's epoch (status.recentDecisions);
+// else the newest seen before the plan (one that fell out of the operator's short history).
 // Matching by time alone raced: a preemption shrink was once labelled by a later scale-up.
 const DecisionRecord* decision_behind(const DemoObserver& o, const PlanRecord& p) {
   const DecisionRecord* best = nullptr;

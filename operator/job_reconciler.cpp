@@ -5,6 +5,7 @@
 #include <set>
 
 #include "operator/crash_loop.h"
+#include "operator/decision_history.h"
 
 namespace flotilla::op {
 namespace {
@@ -38,7 +39,7 @@ void write_decision(Json& status, const scaler::AllocatorDecision& d, std::int64
     last["probability"] = d.benefit->probability;
     last["threshold"] = d.benefit->threshold_probability;
   }
-  status["lastDecision"] = last;
+  record_decision(status, last);
 }
 
 // Progress from the pods' reports for the current epoch (or any epoch, for the step).

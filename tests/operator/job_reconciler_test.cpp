@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "operator/decision_history.h"
 #include "scaler/benefit_check.h"
 #include "tests/operator/operator_fixture.h"
 
@@ -285,6 +286,11 @@ TEST(JobReconciler, ARefusedScaleUpIsWrittenToStatusWithItsInputsOnce) {
   bool again = false;
   for (const auto& e : a.events) again = again || e.reason == "BenefitCheckRefused";
   EXPECT_FALSE(again) << "written once per change, not on every reconcile";
+  // The admission it replaced in lastDecision is still in the history, oldest first.
+  const std::vector<nlohmann::json> recent = fo::recent_decisions(h.obs.status);
+  ASSERT_EQ(recent.size(), 2u);
+  EXPECT_EQ(recent[0].value("action", ""), "admit");
+  EXPECT_EQ(recent[1].value("action", ""), "keep");
 }
 
 namespace {
