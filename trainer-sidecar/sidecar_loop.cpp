@@ -137,6 +137,7 @@ class Sidecar {
     }
     // A step, or the checkpoint this attempt resumed from (a finished job resumes at its end).
     if (summary_.completed_steps() > 0) step_ = summary_.completed_steps();
+    best_step_ = std::max(best_step_, step_);
     if (summary_.has_step()) {
       loss_ = summary_.loss();
       tokens_per_s_ = summary_.tokens_per_second();
@@ -158,7 +159,8 @@ class Sidecar {
       event("workers_exited", {{"ok", p.all_ok}});
       const auto ck = worker::find_latest_complete(plan_->checkpoint_dir);
       const bool reached = ck && ck->step >= plan_->train_steps;
-      feed(workers_exited(p.all_ok, reached, !summary_.has_step()));
+      const bool progressed = summary_.has_step() && summary_.completed_steps() > best_step_at_spawn_;
+      feed(workers_exited(p.all_ok, reached, !summary_.has_step(), progressed));
     }
   }
 
@@ -256,6 +258,7 @@ class Sidecar {
     launch.connect_timeout_s = o_.rendezvous_timeout_s;
     summary_.reset(plan_->pp);
     tail_ = ProgressTail(launch.progress_path);
+    best_step_at_spawn_ = best_step_;
     try {
       if (plan_->worker_kind != "flotilla")
         throw std::runtime_error("workerKind '" + plan_->worker_kind +
@@ -327,6 +330,8 @@ class Sidecar {
   Rendezvous rdv_;
   std::optional<Clock::time_point> restart_at_;
   std::int64_t step_ = 0;
+  std::int64_t best_step_ = 0;           // the highest step any attempt of this pod reached
+  std::int64_t best_step_at_spawn_ = 0;  // ... before the current attempt (progress = beyond it)
   double loss_ = 0, tokens_per_s_ = 0;
   std::vector<StageSeconds> stage_seconds_;
   std::int64_t peak_bytes_ = 0;  // of this epoch's attempts

@@ -63,6 +63,7 @@ SupervisorStep on_failure(SupervisorState s, const Input& in, const SupervisorCo
   Actions out;
   s.phase = PodState::kFailed;
   if (s.local_world) {
+    if (in.made_progress) s.restarts = 0;  // a failure after new steps starts the count again
     if (s.restarts < c.max_restarts) {
       ++s.restarts;
       s.phase = PodState::kStarting;
@@ -196,12 +197,13 @@ Input worker_failed(std::string message) {
   in.message = std::move(message);
   return in;
 }
-Input workers_exited(bool ok, bool reached_train_steps, bool before_first_step) {
+Input workers_exited(bool ok, bool reached_train_steps, bool before_first_step, bool made_progress) {
   Input in;
   in.kind = InputKind::kWorkersExited;
   in.ok = ok;
   in.reached_train_steps = reached_train_steps;
   in.before_first_step = before_first_step;
+  in.made_progress = made_progress;
   return in;
 }
 Input shutdown() {

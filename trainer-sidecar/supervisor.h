@@ -18,8 +18,11 @@
 //     running workers first (kStopWorkers) and waits for their exit before anything else.
 //   - Every state change emits kReport; terminal outcomes emit kExit (Succeeded 0, SIGTERM
 //     after the workers stopped 0, local restarts exhausted 1).
-//   - Local restarts (every rank of the world in this pod) happen at most max_restarts times
-//     per epoch with exponential backoff (base · 2^(k-1), capped).
+//   - Local restarts (every rank of the world in this pod) happen at most max_restarts times in
+//     a row without progress, per epoch, with exponential backoff (base · 2^(k-1), capped); an
+//     attempt that completed a step beyond every earlier attempt (made_progress) starts the count
+//     again, so a worker killed now and then mid-training is always restarted, while one that
+//     fails the same way before any new step gives up after max_restarts.
 // Assumes: the loop feeds kWorkersExited exactly once per started attempt, after every worker
 //   process of it has been reaped.
 // Caveats: the message of a failure is whatever the loop passes (one line of a worker's log).
@@ -48,7 +51,7 @@ struct SupervisorState {
   bool restart_pending = false;  // a local restart waits for its backoff
   bool shutting_down = false;    // SIGTERM received
   bool failure_seen = false;     // a worker failed in this attempt (not asked to stop)
-  int restarts = 0;              // local restarts under this epoch
+  int restarts = 0;              // local restarts in a row without progress, under this epoch
   std::string message;           // why Failed/Degraded, or the last worker error
   bool exited = false;
   int exit_code = 0;
@@ -59,7 +62,7 @@ enum class InputKind {
   kRendezvousReady,     // epoch
   kRendezvousTimedOut,  // epoch, message
   kWorkerFailed,        // message: one worker exited non-zero while not asked to stop
-  kWorkersExited,       // every worker of the attempt reaped; ok, reached_train_steps, before_first_step
+  kWorkersExited,       // every worker reaped; ok, reached_train_steps, before_first_step, made_progress
   kShutdown,            // SIGTERM to the sidecar
   kRestartDue,          // the backoff of a local restart elapsed
 };
@@ -72,6 +75,7 @@ struct Input {
   bool ok = false;
   bool reached_train_steps = false;
   bool before_first_step = false;
+  bool made_progress = false;  // the attempt completed a step beyond every earlier attempt's
   std::string message;
 };
 
@@ -103,7 +107,7 @@ Input plan_input(std::int64_t epoch, std::int64_t barrier, bool local_world);
 Input rendezvous_ready(std::int64_t epoch);
 Input rendezvous_timed_out(std::int64_t epoch, std::string message);
 Input worker_failed(std::string message);
-Input workers_exited(bool ok, bool reached_train_steps, bool before_first_step);
+Input workers_exited(bool ok, bool reached_train_steps, bool before_first_step, bool made_progress = false);
 Input shutdown();
 Input restart_due();
 

@@ -116,6 +116,30 @@ TEST_F(Sidecar, WorkerKilledMidStepRestartsFromTheNewestCheckpoint) {
   EXPECT_EQ(loss(), ref);
 }
 
+// --max-restarts bounds failures in a row without progress, not the crashes of a long run: a
+// rank SIGKILLed three times, each time after its attempt passed every earlier step, is restarted
+// each time under --max-restarts 1, and the run still equals the uninterrupted one.
+TEST_F(Sidecar, RanksKilledAfterProgressAreRestartedBeyondMaxRestarts) {
+  const int steps = 60;
+  const std::string ref = reference_loss(steps);
+  create_pod("p0", plan(2, {0, 1}, steps), 20, Json::array(), 30, {"--max-restarts", "1"});
+  std::int64_t high = 0;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    ASSERT_TRUE(wait_until([&] { auto r = report("p0"); return r && r->step >= high + 4; }, 30s)) << attempt;
+    Json victim = nullptr;
+    ASSERT_TRUE(wait_until([&] {
+      victim = start_event(*this, "p0", "progress-e1-a" + std::to_string(attempt), 1);
+      return !victim.is_null();
+    }, 10s));
+    high = report("p0")->step;
+    ASSERT_EQ(::kill(static_cast<pid_t>(victim["pid"].get<long>()), SIGKILL), 0);
+  }
+  ASSERT_TRUE(reports("p0", 1, PodState::kSucceeded, 60s)) << phase("p0");
+  EXPECT_EQ(report("p0")->restarts, 1) << "each restart followed new steps: the count started again";
+  EXPECT_EQ(count_lines(dir_ / "loss.txt"), steps);
+  EXPECT_EQ(loss(), ref);
+}
+
 TEST_F(Sidecar, KillDuringACheckpointWriteResumesFromThePreviousCompleteOne) {
   const int steps = 10;
   const std::string ref = reference_loss(steps);

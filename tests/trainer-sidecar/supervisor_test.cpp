@@ -118,6 +118,38 @@ TEST(SidecarSupervisor, LocalCrashRestartsWithBackoffThenGivesUp) {
   EXPECT_EQ(d.state().message, "gave up after 2 restarts: rank 1 died again");
 }
 
+// A worker killed now and then mid-training (each attempt got past every earlier step) is
+// restarted every time, from the first backoff; the same failure before any new step gives up
+// after max_restarts in a row.
+TEST(SidecarSupervisor, LocalFailuresAfterProgressRestartEveryTimeWithoutProgressGiveUp) {
+  SupervisorConfig c;
+  c.max_restarts = 2;
+  c.backoff_base_ms = 100;
+  Driver d(c);
+  run_epoch_one(d, true);
+  for (int k = 1; k <= 5; ++k) {
+    d.feed(worker_failed("rank 0 killed by signal 9"));
+    EXPECT_EQ(d.feed(workers_exited(false, false, false, true)), (Kinds{K::kReport, K::kScheduleRestart}));
+    EXPECT_EQ(d.actions()[1].delay_ms, 100) << "failure " << k << " after progress: the first backoff";
+    EXPECT_EQ(d.state().restarts, 1);
+    d.feed(restart_due());
+    ASSERT_EQ(d.feed(rendezvous_ready(1)), (Kinds{K::kSpawnWorkers, K::kReport}));
+  }
+  for (int k = 2; k <= 3; ++k) {
+    d.feed(worker_failed("data file '/x' not found"));
+    const Kinds kinds = d.feed(workers_exited(false, false, true, false));
+    if (k == 2) {
+      EXPECT_EQ(kinds, (Kinds{K::kReport, K::kScheduleRestart}));
+      EXPECT_EQ(d.actions()[1].delay_ms, 200);
+      d.feed(restart_due());
+      d.feed(rendezvous_ready(1));
+    } else {
+      EXPECT_EQ(kinds, (Kinds{K::kReport, K::kExit}));
+    }
+  }
+  EXPECT_EQ(d.state().message, "gave up after 2 restarts: data file '/x' not found");
+}
+
 TEST(SidecarSupervisor, BackoffIsCapped) {
   SupervisorConfig c;
   c.max_restarts = 10;
