@@ -41,6 +41,14 @@ void run_epoch_one(Driver& d, bool local) {
   ASSERT_TRUE(d.state().workers_alive);
 }
 
+// Restart limits with a 100 ms backoff base.
+SupervisorConfig restarting(int max_restarts) {
+  SupervisorConfig c;
+  c.max_restarts = max_restarts;
+  c.backoff_base_ms = 100;
+  return c;
+}
+
 TEST(SidecarSupervisor, WaitsForTheBarrierThenRunsToSuccess) {
   Driver d;
   EXPECT_EQ(d.feed(plan_input(1, 0, true)), Kinds{K::kReport});
@@ -95,10 +103,7 @@ TEST(SidecarSupervisor, EpochJumpWhileStoppingKeepsStoppingUnderTheNewest) {
 }
 
 TEST(SidecarSupervisor, LocalCrashRestartsWithBackoffThenGivesUp) {
-  SupervisorConfig c;
-  c.max_restarts = 2;
-  c.backoff_base_ms = 100;
-  Driver d(c);
+  Driver d(restarting(2));
   run_epoch_one(d, true);
   for (int k = 1; k <= 2; ++k) {
     EXPECT_EQ(d.feed(worker_failed("rank 1 died")), Kinds{K::kStopWorkers});
@@ -122,10 +127,7 @@ TEST(SidecarSupervisor, LocalCrashRestartsWithBackoffThenGivesUp) {
 // restarted every time, from the first backoff; the same failure before any new step gives up
 // after max_restarts in a row.
 TEST(SidecarSupervisor, LocalFailuresAfterProgressRestartEveryTimeWithoutProgressGiveUp) {
-  SupervisorConfig c;
-  c.max_restarts = 2;
-  c.backoff_base_ms = 100;
-  Driver d(c);
+  Driver d(restarting(2));
   run_epoch_one(d, true);
   for (int k = 1; k <= 5; ++k) {
     d.feed(worker_failed("rank 0 killed by signal 9"));
