@@ -161,6 +161,19 @@ std::string PodLaunch::command() const {
   return out;
 }
 
+std::vector<std::string> torchrun_argv(const TorchrunPod& pod, const std::vector<std::string>& script_and_args) {
+  std::vector<std::string> argv = {"torchrun", "--nnodes", str(pod.nnodes), "--node-rank", str(pod.node_rank),
+                                   "--nproc-per-node", str(pod.nproc_per_node), "--rdzv-backend", "static",
+                                   "--master-addr", pod.master_addr, "--master-port", str(pod.master_port)};
+  argv.insert(argv.end(), script_and_args.begin(), script_and_args.end());
+  return argv;
+}
+
+std::vector<EnvVar> megatron_env(int tp) {
+  if (tp > 1) return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
+  return {};
+}
+
 fp::Result<MegatronJob> megatron_job(const fp::Plan& plan,
                                      const std::vector<fp::GroupPlacement>& placement,
                                      const fp::ModelSpec& model) {
@@ -275,6 +288,8 @@ fp::Result<MegatronLaunch> render_megatron(const MegatronJob& job, const Megatro
                           " GPUs (torchrun needs one --nproc-per-node for all pods)");
 
   const std::string master = options.master_addr.empty() ? node_of_rank.front() : options.master_addr;
+  std::vector<std::string> script_and_args = {options.script};
+  script_and_args.insert(script_and_args.end(), out.megatron_args.begin(), out.megatron_args.end());
   for (int r = 0; r < out.nnodes; ++r) {
     PodLaunch pod;
     pod.node_rank = r;
@@ -282,11 +297,8 @@ fp::Result<MegatronLaunch> render_megatron(const MegatronJob& job, const Megatro
     pod.gpu_type = job.stages[(r * g) / (out.tp * out.dp)].gpu_type;
     pod.gpus = g;
     pod.first_global_rank = r * g;
-    if (out.tp > 1) pod.env.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1"});
-    pod.argv = {"torchrun", "--nnodes", str(out.nnodes), "--node-rank", str(r),
-                "--nproc-per-node", str(g), "--rdzv-backend", "static", "--master-addr", master,
-                "--master-port", str(options.master_port), options.script};
-    pod.argv.insert(pod.argv.end(), out.megatron_args.begin(), out.megatron_args.end());
+    pod.env = megatron_env(out.tp);
+    pod.argv = torchrun_argv({out.nnodes, r, g, master, options.master_port}, script_and_args);
     out.pods.push_back(std::move(pod));
   }
   return out;

@@ -118,6 +118,25 @@ planner::Result<MegatronJob> megatron_job(const planner::PlaceResult& result);
 planner::Result<MegatronLaunch> render_megatron(const MegatronJob& job,
                                                 const MegatronOptions& options);
 
+// One pod's torchrun agent under a static rendezvous: the pod plan carries the counts, the
+// address and port come from the sidecar's rendezvous of the epoch.
+struct TorchrunPod {
+  int nnodes = 1;
+  int node_rank = 0;
+  int nproc_per_node = 1;
+  std::string master_addr;
+  int master_port = 29500;
+};
+
+// `torchrun --nnodes .. --node-rank .. --nproc-per-node .. --rdzv-backend static --master-addr
+// .. --master-port ..` followed by `script_and_args` (the script, then its flags): what
+// render_megatron() gives every pod, and what the sidecar execs once it knows the rendezvous.
+std::vector<std::string> torchrun_argv(const TorchrunPod& pod, const std::vector<std::string>& script_and_args);
+
+// The environment Megatron-LM needs in front of torchrun for a job of tensor-parallel size `tp`
+// (CUDA_DEVICE_MAX_CONNECTIONS=1 when tp > 1, which TP's communication overlap requires).
+std::vector<EnvVar> megatron_env(int tp);
+
 // Blocks [first, last) as a layout stage: "E" for block 0, "t" per layer ("t*n" for n > 1),
 // "L" for block L+1. E.g. (0, 4, 8 layers) -> "Et*3".
 std::string layout_stage(int first_block, int last_block, int num_layers);
