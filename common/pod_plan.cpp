@@ -98,6 +98,17 @@ std::string encode_pod_plan(const PodPlan& p) {
   return j.dump();
 }
 
+// A torchrun agent runs `ranks.size()` consecutive ranks starting at a multiple of it, and
+// every pod of the job the same count: the sidecar derives --node-rank and --nnodes from them.
+void check_megatron(Reader& r, const PodPlan& p) {
+  r.require(!p.megatron_args.empty() && !p.megatron_args.front().empty(),
+            "megatronArgs must hold the script and its flags for workerKind megatron");
+  const int g = static_cast<int>(p.ranks.size());
+  bool consecutive = p.ranks.front() % g == 0 && p.world_size % g == 0;
+  for (int i = 1; i < g; ++i) consecutive = consecutive && p.ranks[i] == p.ranks[0] + i;
+  r.require(consecutive, "ranks of a megatron pod must be consecutive, start at a multiple of their count and divide worldSize");
+}
+
 std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   auto parsed = parse_object(text, std::string(kPlanAnnotation));
   if (auto* error = std::get_if<std::string>(&parsed)) return *error;
@@ -138,6 +149,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   r.require(!p.ranks.empty(), "ranks must name at least one global rank");
   for (int rank : p.ranks) r.require(rank >= 0 && rank < p.world_size, "rank outside 0..worldSize-1");
   r.require(!p.rendezvous_pod.empty(), "rendezvousPod must name a pod");
+  if (p.worker_kind == "megatron") check_megatron(r, p);
   if (!r.error().empty()) return r.error();
   return p;
 }

@@ -17,8 +17,12 @@
 // Guarantees: encode_*() and parse_*() are inverses; parse_*() refuses, with one line naming
 //   the field, anything malformed (not JSON, a missing field, a wrong type, a count below 1, a
 //   rank outside the world, a barrier beyond the epoch), so a sidecar never acts on half a plan.
-// Assumes: ranks are the reference worker's numbering (rank r: stage r % pp, replica r / pp;
-//   worker/runtime/layout.h); partition uses the worker's "first:end,..." unit ranges.
+// Assumes: for workerKind flotilla, ranks are the reference worker's numbering (rank r: stage
+//   r % pp, replica r / pp; worker/runtime/layout.h); partition uses the worker's
+//   "first:end,..." unit ranges. For workerKind megatron, ranks are Megatron-LM's (tp-dp-pp
+//   order, launch/megatron.h): a pod is one torchrun agent over consecutive ranks starting at a
+//   multiple of their count (parse refuses anything else), so node rank = ranks[0] / count and
+//   nnodes = worldSize / count; megatronArgs is the script and its flags.
 // Caveats: pure (no I/O, no clock); the reader decides what to do with a stale epoch.
 #pragma once
 
@@ -60,7 +64,7 @@ struct PodPlan {
   std::string loss_log;
   std::vector<int> ranks;                  // this pod's global ranks, in local-rank order
   std::string rendezvous_pod;              // the pod whose sidecar publishes the rendezvous address
-  std::vector<std::string> megatron_args;  // worker_kind megatron: rendered launch (launch/)
+  std::vector<std::string> megatron_args;  // worker_kind megatron: the script, then its Megatron flags
 };
 
 enum class PodState { kWaiting, kStarting, kRunning, kStopping, kStopped, kSucceeded, kFailed, kDegraded };
