@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "operator/megatron_launch.h"
+
 namespace flotilla::op {
 namespace {
 
@@ -69,8 +71,31 @@ void assign_pods(const std::string& job, const planner::PlaceResult& placed, Job
   }
 }
 
+// Megatron's ranks and pods (launch/megatron.h): node rank r holds ranks [r·g, (r+1)·g), stage
+// s ranks [s·TP·DP, (s+1)·TP·DP); a node's second and later pods get a -<k> suffix.
+void assign_megatron_pods(const std::string& job, const std::string& script, const launch::MegatronLaunch& launch,
+                          JobPlan& out) {
+  std::map<std::string, int> pods_on_node;
+  const int stage_ranks = launch.tp * launch.dp;
+  for (const launch::PodLaunch& l : launch.pods) {
+    PlanPod pod;
+    pod.node = l.node;
+    pod.gpu_type = l.gpu_type;
+    pod.gpus = l.gpus;
+    const int k = pods_on_node[l.node]++;
+    pod.name = pod_name(job, l.node, l.gpus) + (k > 0 ? "-" + std::to_string(k) : "");
+    for (int r = 0; r < l.gpus; ++r) pod.ranks.push_back(l.first_global_rank + r);
+    if (l.node_rank == 0) out.rendezvous_pod = pod.name;
+    for (int s = pod.ranks.front() / stage_ranks; s <= pod.ranks.back() / stage_ranks; ++s)
+      out.stages[s].pods.push_back(pod.name);
+    out.pods.push_back(std::move(pod));
+  }
+  out.megatron_args = {script};
+  out.megatron_args.insert(out.megatron_args.end(), launch.megatron_args.begin(), launch.megatron_args.end());
+}
+
 JobPlan to_job_plan(const JobSpec& spec, const planner::PlaceResult& placed, const PlanConstraints& limits,
-                    std::int64_t epoch) {
+                    std::int64_t epoch, const launch::MegatronLaunch* megatron) {
   const planner::RankedPlan& ranked = placed.plan();
   const planner::Plan& plan = ranked.plan;
   JobPlan out;
@@ -97,7 +122,10 @@ JobPlan to_job_plan(const JobSpec& spec, const planner::PlaceResult& placed, con
   out.tokens_per_second = ranked.evaluation.tokens_per_second;
   if (ranked.evaluation.iter_seconds > 0)
     out.usd_per_hour = ranked.evaluation.usd_per_iteration * 3600.0 / ranked.evaluation.iter_seconds;
-  assign_pods(spec.name, placed, out);
+  if (megatron != nullptr)
+    assign_megatron_pods(spec.name, spec.megatron.script, *megatron, out);
+  else
+    assign_pods(spec.name, placed, out);
   return out;
 }
 
@@ -120,7 +148,7 @@ Json JobPlan::to_status() const {
   for (const PlanPod& p : pods)
     pods_json.push_back(
         {{"name", p.name}, {"node", p.node}, {"gpuType", p.gpu_type}, {"gpus", p.gpus}, {"ranks", p.ranks}});
-  return {{"epoch", epoch},
+  Json out = {{"epoch", epoch},
           {"summary", summary()},
           {"gpus", gpus},
           {"pp", pp},
@@ -137,6 +165,8 @@ Json JobPlan::to_status() const {
            {{"iterationSeconds", iteration_seconds},
             {"tokensPerSecond", tokens_per_second},
             {"usdPerHour", usd_per_hour}}}};
+  if (!megatron_args.empty()) out["megatronArgs"] = megatron_args;
+  return out;
 }
 
 std::optional<JobPlan> JobPlan::from_status(const Json& j) {
@@ -153,6 +183,7 @@ std::optional<JobPlan> JobPlan::from_status(const Json& j) {
     p.virtual_shards = j.value("virtualShards", 1);
     p.partition = j.value("partition", "");
     p.rendezvous_pod = j.value("rendezvousPod", "");
+    p.megatron_args = j.value("megatronArgs", std::vector<std::string>{});
     for (const Json& s : j.value("stages", Json::array()))
       p.stages.push_back({s.value("gpuType", ""), s.value("tp", 1), s.value("firstLayer", 0), s.value("lastLayer", 0),
                           s.value("pods", std::vector<std::string>{}), s.value("predictedPeakBytes", std::int64_t{0})});
@@ -177,7 +208,7 @@ std::optional<planner::ModelSpec> planner_model(const JobSpec& spec) {
 PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, const PlanConstraints& limits,
                      const planner::EvalContext& context, std::int64_t epoch) {
   PlanOutcome outcome;
-  planner::PlaceRequest request = place_request(spec, limits);
+  const planner::PlaceRequest request = place_request(spec, limits);
   const planner::PlaceResult placed = planner::plan_and_place(request, cluster, context);
   if (!placed.ok()) {
     outcome.failure = placed.failure;
@@ -185,7 +216,24 @@ PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, c
     outcome.message = placed.message;
     return outcome;
   }
-  JobPlan plan = to_job_plan(spec, placed, limits, epoch);
+  return plan_from_placed(spec, placed, limits, epoch);
+}
+
+PlanOutcome plan_from_placed(const JobSpec& spec, const planner::PlaceResult& placed, const PlanConstraints& limits,
+                             std::int64_t epoch) {
+  PlanOutcome outcome;
+  std::optional<launch::MegatronLaunch> megatron;
+  if (spec.worker_kind == WorkerKind::kMegatron) {
+    auto rendered = render_job_launch(spec, placed);
+    if (!rendered.ok()) {
+      outcome.failure = planner::PlaceFailure::kConstraintsUnmet;
+      outcome.reason = "MegatronCannotRun";
+      outcome.message = "Megatron-LM cannot run the chosen plan: " + rendered.error();
+      return outcome;
+    }
+    megatron = std::move(rendered).value();
+  }
+  JobPlan plan = to_job_plan(spec, placed, limits, epoch, megatron ? &*megatron : nullptr);
   if (spec.max_usd_per_hour && plan.usd_per_hour > *spec.max_usd_per_hour) {
     outcome.failure = planner::PlaceFailure::kConstraintsUnmet;
     outcome.reason = "OverBudget";
@@ -221,6 +269,7 @@ PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& po
   p.loss_log = spec.checkpoint_path + "/loss.log";
   p.ranks = pod.ranks;
   p.rendezvous_pod = plan.rendezvous_pod;
+  p.megatron_args = plan.megatron_args;
   return p;
 }
 

@@ -10,7 +10,13 @@
 //   a node's ranks form one pod named <job>-<node>-g<GPUs> (a pod's GPU count cannot change,
 //   so another count is another pod). On failure: the planner's typed reason and one line with
 //   the smallest change that fits.
-// Assumes: TP 1 for the reference worker (its only kind that runs here end to end).
+//   Worker kind megatron: the placed plan is rendered by launch/ (operator/megatron_launch.h);
+//   ranks are Megatron's (tp-dp-pp order), pods are the launcher's torchrun agents (node rank
+//   r holds ranks [r·g, (r+1)·g), all pods of g GPUs; a node holding k·g GPUs of the job runs
+//   k pods <job>-<node>-g<g>, <job>-<node>-g<g>-1, ...), megatron_args is the script and its
+//   flags for every pod, and a plan Megatron-LM cannot express fails with reason
+//   MegatronCannotRun and render's one line.
+// Assumes: TP 1 for the reference worker.
 // Caveats: to_status()/from_status() round-trip every field the operator reads back.
 #pragma once
 
@@ -57,6 +63,9 @@ struct JobPlan {
   std::vector<PlanStage> stages;
   std::vector<PlanPod> pods;
   std::string rendezvous_pod;  // the pod holding global rank 0
+  // Worker kind megatron: the script and its Megatron flags, the same for every pod (torchrun's
+  // own flags come from each pod's ranks: launch::torchrun_argv()); empty for kind flotilla.
+  std::vector<std::string> megatron_args;
   double iteration_seconds = 0;
   double tokens_per_second = 0;
   double usd_per_hour = 0;
@@ -89,6 +98,11 @@ std::optional<planner::ModelSpec> planner_model(const JobSpec& spec);
 
 PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, const PlanConstraints& limits,
                      const planner::EvalContext& context, std::int64_t epoch);
+
+// plan_job() once plan_and_place() succeeded (`placed.ok()`): the JobPlan, with a megatron job's
+// launch rendered, or why it cannot run (OverBudget, MegatronCannotRun).
+PlanOutcome plan_from_placed(const JobSpec& spec, const planner::PlaceResult& placed, const PlanConstraints& limits,
+                             std::int64_t epoch);
 
 // What one pod runs under `plan` (barrier: the epoch its workers may start from).
 PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& pod, std::int64_t barrier);

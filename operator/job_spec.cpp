@@ -102,6 +102,18 @@ std::optional<InlineModel> read_inline_model(SpecReader& r) {
   return m;
 }
 
+void read_megatron(SpecReader& r, MegatronSpec& m) {
+  m.script = r.str("worker.megatron.script", "", true);
+  if (r.error().empty() && (m.script.empty() || m.script[0] != '/'))
+    r.fail("worker.megatron.script",
+           "must be the absolute path of Megatron-LM's pretrain_gpt.py in the image, got '" + m.script + "'");
+  m.tokenizer_type = r.str("worker.megatron.tokenizerType", m.tokenizer_type);
+  if (r.error().empty() && m.tokenizer_type.empty()) r.fail("worker.megatron.tokenizerType", "must not be empty");
+  m.tokenizer_model = r.str("worker.megatron.tokenizerModel", "");
+  m.learning_rate = r.number("worker.megatron.learningRate", m.learning_rate, 0, 10);
+  if (r.error().empty() && !(m.learning_rate > 0)) r.fail("worker.megatron.learningRate", "must be above 0");
+}
+
 void read_worker(SpecReader& r, JobSpec& s) {
   const std::string kind = r.str("worker.kind", "flotilla");
   if (kind == "flotilla")
@@ -115,6 +127,7 @@ void read_worker(SpecReader& r, JobSpec& s) {
   s.worker_extra_args = r.strings("worker.extraArgs");
   if (s.worker_kind == WorkerKind::kFlotilla && s.worker_data.empty())
     r.fail("worker.data", "required for worker kind flotilla (a text file the pods can read)");
+  if (s.worker_kind == WorkerKind::kMegatron) read_megatron(r, s.megatron);
 }
 
 void read_policy(SpecReader& r, JobSpec& s, const PolicyDefaults& d) {

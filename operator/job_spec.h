@@ -32,6 +32,15 @@ struct InlineModel {
   int ffn_hidden = 0;  // 0: 4 x hidden
 };
 
+// spec.worker.megatron: what a Megatron-LM launch needs that the plan does not give
+// (operator/megatron_launch.h turns it into launch::MegatronOptions).
+struct MegatronSpec {
+  std::string script;  // absolute path of pretrain_gpt.py in the image (required)
+  std::string tokenizer_type = "NullTokenizer";  // NullTokenizer: --vocab-size from the model
+  std::string tokenizer_model;                    // --tokenizer-model when not empty
+  double learning_rate = 3.0e-4;                  // --lr
+};
+
 struct JobSpec {
   std::string ns;
   std::string name;
@@ -47,6 +56,7 @@ struct JobSpec {
   std::string worker_image;
   std::string worker_data;
   std::vector<std::string> worker_extra_args;
+  MegatronSpec megatron;  // read only for worker kind megatron
   std::string checkpoint_path;
   std::int64_t checkpoint_interval_steps = 10;
   nlohmann::json checkpoint_volume;    // a pod volume source, or null

@@ -34,7 +34,8 @@ TEST(JobTableKey, IgnoresWhatThePlanDoesNotReadAndNamesWhatItDoes) {
        {R"({"globalBatchSize": 16})", R"({"model": "tiny"})", R"({"elasticity": {"mode": "relaxed"}})",
         R"({"resources": {"maxGPUs": 4}})", R"({"resources": {"minGPUs": 2}})",
         R"({"resources": {"gpuTypes": ["emu-slow"]}})", R"({"objective": "cost"})",
-        R"({"budget": {"maxUsdPerHour": 3}})", R"({"worker": {"kind": "megatron"}})"})
+        R"({"budget": {"maxUsdPerHour": 3}})",
+        R"({"worker": {"kind": "megatron", "megatron": {"script": "/opt/megatron-lm/pretrain_gpt.py"}}})"})
     EXPECT_NE(fo::job_table_key(spec_of(job_object(change))), base) << change;
   const std::string inline_a = fo::job_table_key(spec_of(job_object(
       R"({"model": "mine", "modelSpec": {"numLayers": 4, "hidden": 64, "heads": 4, "vocabSize": 256, "seqLen": 32}})")));
