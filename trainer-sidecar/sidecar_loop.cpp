@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "common/pod_plan.h"
@@ -18,10 +19,13 @@
 #include "kube/clock.h"
 #include "process/free_port.h"
 #include "process/stop_flag.h"
+#include "common/text_file.h"
+#include "trainer-sidecar/megatron_progress.h"
 #include "trainer-sidecar/pod_watch.h"
 #include "trainer-sidecar/progress_summary.h"
 #include "trainer-sidecar/progress_tail.h"
 #include "trainer-sidecar/supervisor.h"
+#include "trainer-sidecar/worker_args.h"
 #include "trainer-sidecar/workers.h"
 #include "worker/launch/checkpoint_folder.h"
 
@@ -35,6 +39,9 @@ using namespace std::chrono_literals;
 constexpr auto kTick = 20ms;
 constexpr auto kRendezvousPoll = 100ms;
 constexpr auto kStopGrace = 20s;
+constexpr const char* kMegatronImageNeed =
+    "the megatron worker kind needs an image with Megatron-LM and PyTorch, e.g. nvcr.io/nvidia/pytorch with "
+    "Megatron-LM at spec.worker.megatron.script (docs/sidecar.md)";
 
 double unix_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
@@ -131,6 +138,7 @@ class Sidecar {
   }
 
   void observe_progress() {
+    if (megatron()) return observe_megatron_progress();
     for (const std::string& line : tail_.read_new_lines()) {
       const bool first = !summary_.has_step();
       if (summary_.fold(line) && first) event("first_step", {{"step", summary_.completed_steps()}});
@@ -146,6 +154,41 @@ class Sidecar {
     peak_bytes_ = std::max(peak_bytes_, summary_.peak_bytes());
   }
 
+  // Megatron's training log line (printed by the last rank, so only its pod has one).
+  void observe_megatron_progress() {
+    for (const std::string& line : tail_.read_new_lines()) {
+      const auto l = parse_megatron_log_line(line);
+      if (!l) continue;
+      if (!megatron_step_seen_) event("first_step", {{"step", l->iteration}});
+      megatron_step_seen_ = true;
+      step_ = l->iteration;
+      best_step_ = std::max(best_step_, step_);
+      if (l->lm_loss) loss_ = *l->lm_loss;
+      tokens_per_s_ = megatron_tokens_per_second(*l, megatron_seq_length(*plan_));
+    }
+  }
+
+  bool megatron() const { return plan_ && plan_->worker_kind == "megatron"; }
+  bool stepped_this_attempt() const { return megatron() ? megatron_step_seen_ : summary_.has_step(); }
+
+  // The newest complete checkpoint: the reference worker's step_<n>/DONE folders, or Megatron's
+  // latest_checkpointed_iteration.txt (written once a save is complete).
+  std::optional<std::int64_t> latest_checkpoint_step() const {
+    if (!plan_) return std::nullopt;
+    if (!megatron()) {
+      const auto ck = worker::find_latest_complete(plan_->checkpoint_dir);
+      return ck ? std::optional<std::int64_t>(ck->step) : std::nullopt;
+    }
+    const fs::path tracker = fs::path(plan_->checkpoint_dir) / "latest_checkpointed_iteration.txt";
+    std::error_code ec;
+    if (!fs::exists(tracker, ec)) return std::nullopt;
+    try {
+      return parse_megatron_tracker(read_text(tracker));
+    } catch (const std::exception&) {
+      return std::nullopt;  // being replaced: read again on the next report
+    }
+  }
+
   void observe_workers() {
     if (!workers_.running()) return;
     WorkerPoll p = workers_.poll();
@@ -157,10 +200,10 @@ class Sidecar {
     if (p.all_exited) {
       observe_progress();
       event("workers_exited", {{"ok", p.all_ok}});
-      const auto ck = worker::find_latest_complete(plan_->checkpoint_dir);
-      const bool reached = ck && ck->step >= plan_->train_steps;
-      const bool progressed = summary_.has_step() && summary_.completed_steps() > best_step_at_spawn_;
-      feed(workers_exited(p.all_ok, reached, !summary_.has_step(), progressed));
+      const auto ck = latest_checkpoint_step();
+      const bool reached = ck && *ck >= plan_->train_steps;
+      const bool progressed = stepped_this_attempt() && step_ > best_step_at_spawn_;
+      feed(workers_exited(p.all_ok, reached, !stepped_this_attempt(), progressed));
     }
   }
 
@@ -260,16 +303,39 @@ class Sidecar {
     tail_ = ProgressTail(launch.progress_path);
     best_step_at_spawn_ = best_step_;
     try {
-      if (plan_->worker_kind != "flotilla")
-        throw std::runtime_error("workerKind '" + plan_->worker_kind +
-                                 "' is not run by this sidecar yet (only flotilla)");
       ensure_checkpoint_dir(plan_->checkpoint_dir);
-      ensure_data_file(plan_->data_path);
-      workers_.start(*plan_, o_.worker_binary, o_.work_dir, launch, rdv_.addr, rdv_.port);
+      if (megatron()) {
+        spawn_torchrun();
+      } else {
+        ensure_data_file(plan_->data_path);  // a Megatron data path may be a blend or empty (mock data)
+        workers_.start(*plan_, o_.worker_binary, o_.work_dir, launch, rdv_.addr, rdv_.port);
+      }
       event("spawned", {{"ranks", plan_->ranks}});
     } catch (const std::exception& e) {
       feed(worker_failed(std::string("cannot start the workers: ") + e.what()));
       feed(workers_exited(false, false, true));
+    }
+  }
+
+  // Worker kind megatron: the pod's torchrun agent, its argv and environment in the event stream
+  // first (what ran is on record even when the exec fails), its output tailed for Megatron's
+  // log line. A missing torchrun or script is one line that says what the image lacks.
+  void spawn_torchrun() {
+    megatron_step_seen_ = false;
+    const std::string script = plan_->megatron_args.front();
+    WorkerProcess torchrun{"torchrun", megatron_pod_argv(*plan_, rdv_.addr, rdv_.port), megatron_pod_env(*plan_),
+                           fs::path(o_.work_dir) / ("torchrun-e" + std::to_string(st_.epoch) + "-a" +
+                                                    std::to_string(attempt_) + ".log")};
+    tail_ = ProgressTail(torchrun.log.string());
+    event("megatron_exec", {{"argv", torchrun.argv}, {"env", torchrun.env}});
+    std::error_code ec;
+    if (!fs::is_regular_file(script, ec))
+      throw std::runtime_error("the Megatron-LM script '" + script + "' is not in this image: " + kMegatronImageNeed);
+    try {
+      workers_.start({torchrun});
+    } catch (const std::system_error& e) {
+      if (e.code().value() != ENOENT) throw;
+      throw std::runtime_error(std::string("torchrun not found in PATH: ") + kMegatronImageNeed);
     }
   }
 
@@ -280,8 +346,7 @@ class Sidecar {
     r.step = step_;
     r.loss = loss_;
     r.tokens_per_second = tokens_per_s_;
-    if (plan_)
-      if (auto ck = worker::find_latest_complete(plan_->checkpoint_dir)) r.last_checkpoint_step = ck->step;
+    if (auto ck = latest_checkpoint_step()) r.last_checkpoint_step = *ck;
     r.stage_seconds = stage_seconds_;
     r.peak_bytes = peak_bytes_;
     r.restarts = st_.restarts;
@@ -323,6 +388,7 @@ class Sidecar {
   WorkerSet workers_;
   ProgressTail tail_;
   ProgressSummary summary_;
+  bool megatron_step_seen_ = false;  // a Megatron log line this attempt
   int attempt_ = 0;
   std::int64_t attempt_epoch_ = 0;
   bool awaiting_rdv_ = false;

@@ -1,6 +1,9 @@
 #include "trainer-sidecar/worker_args.h"
 
+#include <algorithm>
+
 #include "common/significant_digits.h"
+#include "launch/megatron.h"
 
 namespace flotilla::sidecar {
 
@@ -33,6 +36,29 @@ std::map<std::string, std::string> rank_env(const PodPlan& plan, int local_index
           {"WORLD_SIZE", std::to_string(plan.world_size)},
           {"MASTER_ADDR", master_addr},
           {"MASTER_PORT", std::to_string(master_port)}};
+}
+
+std::vector<std::string> megatron_pod_argv(const PodPlan& plan, const std::string& master_addr, int master_port) {
+  const int local = static_cast<int>(plan.ranks.size());
+  launch::TorchrunPod pod{plan.world_size / local, plan.ranks.front() / local, local, master_addr, master_port};
+  return launch::torchrun_argv(pod, plan.megatron_args);
+}
+
+std::map<std::string, std::string> megatron_pod_env(const PodPlan& plan) {
+  std::map<std::string, std::string> env;
+  for (const launch::EnvVar& e : launch::megatron_env(plan.tp)) env[e.name] = e.value;
+  return env;
+}
+
+int megatron_seq_length(const PodPlan& plan) {
+  const auto& a = plan.megatron_args;
+  const auto it = std::find(a.begin(), a.end(), "--seq-length");
+  if (it == a.end() || it + 1 == a.end()) return 0;
+  try {
+    return std::stoi(*(it + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 }  // namespace flotilla::sidecar

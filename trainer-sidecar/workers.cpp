@@ -19,23 +19,33 @@ std::string last_error_line(const std::filesystem::path& log) {
 void WorkerSet::start(const PodPlan& plan, const std::string& worker_binary,
                       const std::filesystem::path& work_dir, const RankLaunch& launch,
                       const std::string& master_addr, int master_port) {
+  std::vector<std::string> argv = {worker_binary};
+  auto args = worker_rank_args(plan, launch);
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<WorkerProcess> processes;
+  for (std::size_t i = 0; i < plan.ranks.size(); ++i)
+    processes.push_back({"local rank " + std::to_string(i), argv,
+                         rank_env(plan, static_cast<int>(i), master_addr, master_port),
+                         work_dir / ("rank-" + std::to_string(i) + ".log")});
+  start(processes);
+}
+
+void WorkerSet::start(const std::vector<WorkerProcess>& processes) {
   ranks_.clear();
   failure_reported_ = false;
   all_exited_ = false;
   kill_at_.reset();
-  std::vector<std::string> argv = {worker_binary};
-  auto args = worker_rank_args(plan, launch);
-  argv.insert(argv.end(), args.begin(), args.end());
-  for (std::size_t i = 0; i < plan.ranks.size(); ++i) {
+  for (const WorkerProcess& p : processes) {
     process::SpawnOptions o;
-    o.argv = argv;
-    o.env = rank_env(plan, static_cast<int>(i), master_addr, master_port);
+    o.argv = p.argv;
+    o.env = p.env;
     o.isolation = process::Isolation::kGroup;
     o.parent_death_signal = SIGTERM;
+    o.stdout_path = p.log;
+    o.stderr_path = p.log;
     Rank r;
-    r.log = work_dir / ("rank-" + std::to_string(i) + ".log");
-    o.stdout_path = r.log;
-    o.stderr_path = r.log;
+    r.label = p.label;
+    r.log = p.log;
     r.child = process::spawn(o);  // on a throw, the Children already made kill themselves
     ranks_.push_back(std::move(r));
   }
@@ -57,7 +67,7 @@ WorkerPoll WorkerSet::poll() {
         failure_reported_ = true;
         std::string line = last_error_line(r.log);
         if (line.empty()) line = r.status->describe(r.child.pid());
-        out.new_failure = "local rank " + std::to_string(i) + ": " + line;
+        out.new_failure = r.label + ": " + line;
       }
     }
   }

@@ -1,12 +1,14 @@
-// The worker processes of one attempt: one `flotilla-worker rank` per planned rank of this pod.
+// The worker processes of one attempt: one `flotilla-worker rank` per planned rank of this pod
+// (worker kind flotilla), or the pod's one torchrun agent (worker kind megatron).
 //
 // Guarantees:
-//   - start() spawns every rank through process/spawn.h: own process group, SIGTERM to it when
-//     the sidecar dies (PR_SET_PDEATHSIG), stdout+stderr appended to <work>/rank-<local>.log,
-//     the torchrun-style environment of worker_args.h. If one spawn throws, the ones started
-//     are killed and the exception propagates.
-//   - poll() reaps without blocking and reports the first rank that failed (non-zero exit or a
-//     signal) once, with one line from its log, and when every rank has exited.
+//   - start() spawns every process through process/spawn.h: own process group, SIGTERM to it
+//     when the sidecar dies (PR_SET_PDEATHSIG), stdout+stderr appended to its log; for the
+//     reference worker, <work>/rank-<local>.log and the torchrun-style environment of
+//     worker_args.h. If one spawn throws (e.g. std::system_error ENOENT: no such program), the
+//     ones started are killed and the exception propagates.
+//   - poll() reaps without blocking and reports the first process that failed (non-zero exit
+//     or a signal) once, "<label>: <one line from its log>", and when every one has exited.
 //   - stop(grace) SIGTERMs every running rank's group; kill_overdue() SIGKILLs those still
 //     alive once the grace has passed. The destructor SIGKILLs and reaps what is left.
 // Assumes: one thread drives it.
@@ -16,6 +18,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,12 +35,21 @@ struct WorkerPoll {
   bool all_ok = false;
 };
 
+// One process of an attempt.
+struct WorkerProcess {
+  std::string label;  // names it in the failure line: "local rank 0", "torchrun"
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // added to the sidecar's environment
+  std::filesystem::path log;               // stdout and stderr
+};
+
 class WorkerSet {
  public:
   using Clock = std::chrono::steady_clock;
   void start(const PodPlan& plan, const std::string& worker_binary,
              const std::filesystem::path& work_dir, const RankLaunch& launch,
              const std::string& master_addr, int master_port);
+  void start(const std::vector<WorkerProcess>& processes);
   WorkerPoll poll();
   void stop(std::chrono::milliseconds grace);
   void kill_overdue();
@@ -47,6 +59,7 @@ class WorkerSet {
  private:
   struct Rank {
     process::Child child;
+    std::string label;
     std::filesystem::path log;
     std::optional<process::ExitStatus> status;
   };

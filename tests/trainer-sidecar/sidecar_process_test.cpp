@@ -260,12 +260,87 @@ TEST_F(Sidecar, GivesUpAfterMaxRestartsAndExitsNonZero) {
   EXPECT_TRUE(wait_until([&] { return phase("p0") == "Failed"; }, 10s)) << phase("p0");
 }
 
-TEST_F(Sidecar, AWorkerKindItCannotRunIsFailedWithOneLine) {
-  PodPlan megatron = plan(1, {0}, 8);
-  megatron.worker_kind = "megatron";
-  create_pod("p0", megatron, 20, Json::array(), 30, {"--max-restarts", "0"});
-  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
-  EXPECT_NE(report("p0")->message.find("workerKind 'megatron'"), std::string::npos) << report("p0")->message;
+// Worker kind megatron is checked up to the exec of torchrun (no PyTorch or GPU here): the pod's
+// PATH holds no torchrun, so the real spawn path fails, and the report says what the image
+// lacks in one line; the event stream records the argv it tried, whose master address and port
+// must be the ones the pod published as the epoch's rendezvous.
+class SidecarMegatron : public SidecarCluster {
+ public:
+  // PP2 · DP1 · TP2 (world 4), one pod holding all four ranks.
+  PodPlan megatron_plan(const std::string& script) const {
+    PodPlan p = plan(2, {0, 1, 2, 3}, 8);
+    p.worker_kind = "megatron";
+    p.tp = 2;
+    p.world_size = 4;
+    p.megatron_args = {script, "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+                       "--seq-length", "32", "--save", (dir_ / "ck").string(), "--load", (dir_ / "ck").string()};
+    return p;
+  }
+  // An existing folder with no torchrun, as the pod's PATH.
+  Json path_without_torchrun() const {
+    fs::create_directories(dir_ / "empty-bin");
+    return Json::array({{{"name", "PATH"}, {"value", (dir_ / "empty-bin").string()}}});
+  }
+  std::optional<Json> event(const std::string& pod, const std::string& name) const {
+    std::ifstream in(work(pod) / "sidecar-events.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      Json j = Json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.value("event", "") == name) return j;
+    }
+    return std::nullopt;
+  }
+};
+
+fs::path megatron_snapshot() {
+  if (const char* env = std::getenv("FLOTILLA_MEGATRON_DIR"); env != nullptr && *env != '\0') return env;
+  return fs::path(FLOTILLA_SOURCE_DIR) / ".." / "shared" / "vendor" / "megatron-lm";
 }
+
+TEST_F(SidecarMegatron, WithoutTorchrunThePodFailsWithOneLineAndRecordsTheArgvItWouldExec) {
+  const fs::path script = megatron_snapshot() / "pretrain_gpt.py";
+  if (!fs::exists(script))
+    GTEST_SKIP() << "Megatron-LM snapshot not found at " << megatron_snapshot()
+                 << " (set FLOTILLA_MEGATRON_DIR; shared/vendor/megatron-lm/SNAPSHOT.md): its real pretrain_gpt.py "
+                    "is the script the pod is given";
+  create_pod("p0", megatron_plan(fs::weakly_canonical(script).string()), 20, path_without_torchrun(), 30,
+             {"--max-restarts", "0"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  const std::string message = report("p0")->message;
+  EXPECT_NE(message.find("torchrun not found in PATH: the megatron worker kind needs an image with Megatron-LM and "
+                         "PyTorch"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+
+  auto pod = client_->get(kube::resources::pods, "default", "p0");
+  ASSERT_TRUE(pod.ok());
+  auto rdv = parse_rendezvous(
+      pod->value("/metadata/annotations"_json_pointer, Json::object()).value(kRendezvousAnnotation, std::string()));
+  ASSERT_TRUE(std::holds_alternative<Rendezvous>(rdv)) << std::get<std::string>(rdv);
+  const Rendezvous r = std::get<Rendezvous>(rdv);
+  const auto exec = event("p0", "megatron_exec");
+  ASSERT_TRUE(exec) << slurp(work("p0") / "sidecar-events.jsonl");
+  std::vector<std::string> want = {"torchrun", "--nnodes", "1", "--node-rank", "0", "--nproc-per-node", "4",
+                                   "--rdzv-backend", "static", "--master-addr", r.addr, "--master-port",
+                                   std::to_string(r.port)};
+  const auto args = megatron_plan(fs::weakly_canonical(script).string()).megatron_args;
+  want.insert(want.end(), args.begin(), args.end());
+  EXPECT_EQ(exec->at("argv").get<std::vector<std::string>>(), want);
+  EXPECT_EQ(exec->at("env").value("CUDA_DEVICE_MAX_CONNECTIONS", ""), "1");  // TP 2
+  EXPECT_FALSE(event("p0", "spawned"));
+  EXPECT_TRUE(wait_until([&] { return phase("p0") == "Failed"; }, 10s)) << phase("p0");
+}
+
+TEST_F(SidecarMegatron, AScriptMissingFromTheImageIsFailedWithOneLine) {
+  create_pod("p0", megatron_plan("/no/such/megatron-lm/pretrain_gpt.py"), 20, path_without_torchrun(), 30,
+             {"--max-restarts", "0"});
+  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
+  const std::string message = report("p0")->message;
+  EXPECT_NE(message.find("the Megatron-LM script '/no/such/megatron-lm/pretrain_gpt.py' is not in this image: the "
+                         "megatron worker kind needs an image with Megatron-LM and PyTorch"),
+            std::string::npos)
+      << message;
+}
+
 }  // namespace
 }  // namespace flotilla::sidecar::testing

@@ -57,5 +57,30 @@ TEST(SidecarWorkerArgs, RankEnvironmentNamesTheGlobalRankAndLocalIndex) {
   EXPECT_EQ(env.at("MASTER_PORT"), "29500");
 }
 
+// A megatron pod of PP2 · DP2 · TP2 (world 8) holding ranks 4..7: one torchrun agent, node
+// rank 4 / 4 = 1 of 8 / 4 = 2, four local ranks, the epoch's rendezvous, then the script and
+// its flags as the operator rendered them.
+TEST(SidecarMegatronArgs, TorchrunTakesItsCountsFromTheRanksAndItsMasterFromTheRendezvous) {
+  PodPlan plan = sample_plan();
+  plan.worker_kind = "megatron";
+  plan.world_size = 8;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.tp = 2;
+  plan.ranks = {4, 5, 6, 7};
+  plan.megatron_args = {"/opt/megatron-lm/pretrain_gpt.py", "--tensor-model-parallel-size", "2", "--seq-length", "32"};
+  EXPECT_EQ(megatron_pod_argv(plan, "10.0.0.7", 41234),
+            (std::vector<std::string>{"torchrun", "--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "4",
+                                      "--rdzv-backend", "static", "--master-addr", "10.0.0.7", "--master-port",
+                                      "41234", "/opt/megatron-lm/pretrain_gpt.py", "--tensor-model-parallel-size",
+                                      "2", "--seq-length", "32"}));
+  EXPECT_EQ(megatron_pod_env(plan), (std::map<std::string, std::string>{{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}));
+  EXPECT_EQ(megatron_seq_length(plan), 32);
+  plan.tp = 1;
+  EXPECT_TRUE(megatron_pod_env(plan).empty());
+  plan.megatron_args.resize(3);
+  EXPECT_EQ(megatron_seq_length(plan), 0);
+}
+
 }  // namespace
 }  // namespace flotilla::sidecar
