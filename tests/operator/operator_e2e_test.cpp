@@ -138,6 +138,40 @@ TEST_F(LocalCluster, AnUnwritableCheckpointPathFailsTheJobWithAClearCondition) {
   EXPECT_NE(message.find("spec.checkpoint.path"), std::string::npos) << message;
 }
 
+// Worker kind megatron, checked up to the exec of torchrun (this machine has no PyTorch): the
+// operator renders the launch into status.plan.megatronArgs and the pods' plans, each pod's
+// sidecar tries to exec torchrun with it, and the job fails with the one line that says what the
+// image lacks, not a crash loop.
+TEST_F(LocalCluster, AMegatronJobOnAnImageWithoutTorchrunFailsWithAClearCondition) {
+  if (run_command("command -v torchrun").exit_code == 0)
+    GTEST_SKIP() << "torchrun is on PATH here: this test checks the failure on an image without it";
+  const char* env = std::getenv("FLOTILLA_MEGATRON_DIR");
+  const fs::path snapshot = env != nullptr && *env != '\0'
+                                ? fs::path(env)
+                                : fs::path(FLOTILLA_SOURCE_DIR) / ".." / "shared" / "vendor" / "megatron-lm";
+  if (!fs::exists(snapshot / "pretrain_gpt.py"))
+    GTEST_SKIP() << "Megatron-LM snapshot not found at " << snapshot
+                 << " (set FLOTILLA_MEGATRON_DIR): its pretrain_gpt.py is the job's script";
+  const std::string script = fs::weakly_canonical(snapshot / "pretrain_gpt.py").string();
+  std::ofstream(dir_ / "megatron.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
+                                           "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 10\n"
+                                           "  worker: {kind: megatron, image: w, megatron: {script: "
+                                        << script << "}}\n  checkpoint: {path: " << (dir_ / "ckpt").string()
+                                        << "}\n";
+  ASSERT_EQ(kubectl("apply -f " + (dir_ / "megatron.yaml").string()).exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return !field(".status.plan.megatronArgs").empty(); }, 60s)) << field(".status") << "\n"
+                                                                                         << events();
+  EXPECT_EQ(field(".status.plan.megatronArgs[0]"), script);
+  EXPECT_NE(field(".status.plan.megatronArgs").find("--save"), std::string::npos);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Failed"; }, 90s)) << field(".status") << "\n"
+                                                                                 << events();
+  const std::string message = field(".status.conditions[?(@.type==\"Failed\")].message");
+  EXPECT_NE(message.find("torchrun not found in PATH: the megatron worker kind needs an image with Megatron-LM and "
+                         "PyTorch"),
+            std::string::npos)
+      << message;
+}
+
 // The operator is SIGKILLed in the middle of a rescale (status says Rescaling: the new epoch is
 // written, the pods are not all there) and started again: it resumes that rescale from
 // status.plan instead of starting another, and the job finishes bit-identical.
