@@ -63,6 +63,27 @@ TEST(PodPlan, MalformedPlansAreRefusedNamingTheField) {
             "flotilla.io/plan: barrier must be between 0 and the epoch");
 }
 
+// A megatron pod is one torchrun agent: the sidecar derives --node-rank ranks[0] / |ranks| and
+// --nnodes worldSize / |ranks|, which only mean something for consecutive, aligned ranks.
+TEST(PodPlan, AMegatronPlanNeedsItsArgsAndAlignedConsecutiveRanks) {
+  flotilla::PodPlan p = sample_plan();  // world 6
+  p.worker_kind = "megatron";
+  p.megatron_args = {"/m/pretrain_gpt.py", "--seq-length", "32"};
+  const auto back = ok(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p)));  // ranks 3, 4, 5
+  EXPECT_EQ(back.megatron_args, p.megatron_args);
+  const std::string ranks_line =
+      "flotilla.io/plan: ranks of a megatron pod must be consecutive, start at a multiple of their count and divide "
+      "worldSize";
+  for (const std::vector<int>& ranks : {std::vector<int>{2, 3, 4}, std::vector<int>{3, 5}, std::vector<int>{0, 1, 2, 3}}) {
+    p.ranks = ranks;
+    EXPECT_EQ(error_of(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))), ranks_line) << ranks.size();
+  }
+  p.ranks = {3, 4, 5};
+  p.megatron_args.clear();
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))),
+            "flotilla.io/plan: megatronArgs must hold the script and its flags for workerKind megatron");
+}
+
 TEST(PodReport, RoundTripsAndRefusesUnknownStates) {
   flotilla::PodReport r;
   r.epoch = 4;
