@@ -106,7 +106,8 @@ void check_megatron(Reader& r, const PodPlan& p) {
   const int g = static_cast<int>(p.ranks.size());
   bool consecutive = p.ranks.front() % g == 0 && p.world_size % g == 0;
   for (int i = 1; i < g; ++i) consecutive = consecutive && p.ranks[i] == p.ranks[0] + i;
-  r.require(consecutive, "ranks of a megatron pod must be consecutive, start at a multiple of their count and divide worldSize");
+  r.require(consecutive,
+            "ranks of a megatron pod must be consecutive, start at a multiple of their count and divide worldSize");
 }
 
 std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {

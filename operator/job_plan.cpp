@@ -149,22 +149,22 @@ Json JobPlan::to_status() const {
     pods_json.push_back(
         {{"name", p.name}, {"node", p.node}, {"gpuType", p.gpu_type}, {"gpus", p.gpus}, {"ranks", p.ranks}});
   Json out = {{"epoch", epoch},
-          {"summary", summary()},
-          {"gpus", gpus},
-          {"pp", pp},
-          {"dp", dp},
-          {"tp", tp},
-          {"microBatchSize", micro_batch_size},
-          {"microBatches", micro_batches},
-          {"virtualShards", virtual_shards},
-          {"partition", partition},
-          {"rendezvousPod", rendezvous_pod},
-          {"stages", stages_json},
-          {"pods", pods_json},
-          {"predicted",
-           {{"iterationSeconds", iteration_seconds},
-            {"tokensPerSecond", tokens_per_second},
-            {"usdPerHour", usd_per_hour}}}};
+              {"summary", summary()},
+              {"gpus", gpus},
+              {"pp", pp},
+              {"dp", dp},
+              {"tp", tp},
+              {"microBatchSize", micro_batch_size},
+              {"microBatches", micro_batches},
+              {"virtualShards", virtual_shards},
+              {"partition", partition},
+              {"rendezvousPod", rendezvous_pod},
+              {"stages", stages_json},
+              {"pods", pods_json},
+              {"predicted",
+               {{"iterationSeconds", iteration_seconds},
+                {"tokensPerSecond", tokens_per_second},
+                {"usdPerHour", usd_per_hour}}}};
   if (!megatron_args.empty()) out["megatronArgs"] = megatron_args;
   return out;
 }

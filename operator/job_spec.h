@@ -35,10 +35,10 @@ struct InlineModel {
 // spec.worker.megatron: what a Megatron-LM launch needs that the plan does not give
 // (operator/megatron_launch.h turns it into launch::MegatronOptions).
 struct MegatronSpec {
-  std::string script;  // absolute path of pretrain_gpt.py in the image (required)
+  std::string script;                            // absolute path of pretrain_gpt.py in the image (required)
   std::string tokenizer_type = "NullTokenizer";  // NullTokenizer: --vocab-size from the model
-  std::string tokenizer_model;                    // --tokenizer-model when not empty
-  double learning_rate = 3.0e-4;                  // --lr
+  std::string tokenizer_model;                   // --tokenizer-model when not empty
+  double learning_rate = 3.0e-4;                 // --lr
 };
 
 struct JobSpec {

@@ -7,10 +7,15 @@ namespace {
 
 // Flags Flotilla does not render but that would change the parallel layout or what a restart
 // loads, so the plan or the resharded checkpoint would no longer be what runs.
-constexpr const char* kLayoutFlags[] = {"--context-parallel-size", "--expert-model-parallel-size",
-                                        "--expert-tensor-parallel-size", "--num-layers-per-virtual-pipeline-stage",
-                                        "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
-                                        "--decoder-last-pipeline-num-layers", "--use-checkpoint-args", "--finetune"};
+constexpr const char* kLayoutFlags[] = {"--context-parallel-size",
+                                        "--expert-model-parallel-size",
+                                        "--expert-tensor-parallel-size",
+                                        "--num-layers-per-virtual-pipeline-stage",
+                                        "--num-virtual-stages-per-pipeline-rank",
+                                        "--decoder-first-pipeline-num-layers",
+                                        "--decoder-last-pipeline-num-layers",
+                                        "--use-checkpoint-args",
+                                        "--finetune"};
 
 // "--save=/x" -> "--save"; a word that is no flag -> "".
 std::string flag_name(const std::string& word) {

@@ -51,10 +51,14 @@ void read_field(std::string_view field, MegatronLogLine& out) {
   const std::size_t colon = field.rfind(':');
   if (colon == std::string_view::npos) return;
   const std::string_view key = trim(field.substr(0, colon)), value = field.substr(colon + 1);
-  if (key == "consumed samples") out.consumed_samples = integer(value).value_or(0);
-  else if (key == "elapsed time per iteration (ms)") out.iteration_ms = real(value).value_or(0);
-  else if (key == "global batch size") out.global_batch_size = static_cast<int>(integer(value).value_or(0));
-  else if (key == "lm loss") out.lm_loss = real(value);
+  if (key == "consumed samples")
+    out.consumed_samples = integer(value).value_or(0);
+  else if (key == "elapsed time per iteration (ms)")
+    out.iteration_ms = real(value).value_or(0);
+  else if (key == "global batch size")
+    out.global_batch_size = static_cast<int>(integer(value).value_or(0));
+  else if (key == "lm loss")
+    out.lm_loss = real(value);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct MegatronLogLine {
   std::int64_t iteration = 0;    // completed steps
   std::int64_t train_iters = 0;  // --train-iters
   std::int64_t consumed_samples = 0;
-  double iteration_ms = 0;       // "elapsed time per iteration (ms)"
+  double iteration_ms = 0;  // "elapsed time per iteration (ms)"
   int global_batch_size = 0;
   std::optional<double> lm_loss;  // absent on lines of an iteration whose loss Megatron skipped
 };

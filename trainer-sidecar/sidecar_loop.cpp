@@ -15,11 +15,11 @@
 
 #include "common/pod_plan.h"
 #include "common/significant_digits.h"
+#include "common/text_file.h"
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "process/free_port.h"
 #include "process/stop_flag.h"
-#include "common/text_file.h"
 #include "trainer-sidecar/megatron_progress.h"
 #include "trainer-sidecar/pod_watch.h"
 #include "trainer-sidecar/progress_summary.h"
@@ -323,9 +323,9 @@ class Sidecar {
   void spawn_torchrun() {
     megatron_step_seen_ = false;
     const std::string script = plan_->megatron_args.front();
-    WorkerProcess torchrun{"torchrun", megatron_pod_argv(*plan_, rdv_.addr, rdv_.port), megatron_pod_env(*plan_),
-                           fs::path(o_.work_dir) / ("torchrun-e" + std::to_string(st_.epoch) + "-a" +
-                                                    std::to_string(attempt_) + ".log")};
+    WorkerProcess torchrun{
+        "torchrun", megatron_pod_argv(*plan_, rdv_.addr, rdv_.port), megatron_pod_env(*plan_),
+        fs::path(o_.work_dir) / ("torchrun-e" + std::to_string(st_.epoch) + "-a" + std::to_string(attempt_) + ".log")};
     tail_ = ProgressTail(torchrun.log.string());
     event("megatron_exec", {{"argv", torchrun.argv}, {"env", torchrun.env}});
     std::error_code ec;

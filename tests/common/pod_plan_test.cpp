@@ -74,7 +74,8 @@ TEST(PodPlan, AMegatronPlanNeedsItsArgsAndAlignedConsecutiveRanks) {
   const std::string ranks_line =
       "flotilla.io/plan: ranks of a megatron pod must be consecutive, start at a multiple of their count and divide "
       "worldSize";
-  for (const std::vector<int>& ranks : {std::vector<int>{2, 3, 4}, std::vector<int>{3, 5}, std::vector<int>{0, 1, 2, 3}}) {
+  for (const std::vector<int>& ranks :
+       {std::vector<int>{2, 3, 4}, std::vector<int>{3, 5}, std::vector<int>{0, 1, 2, 3}}) {
     p.ranks = ranks;
     EXPECT_EQ(error_of(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))), ranks_line) << ranks.size();
   }

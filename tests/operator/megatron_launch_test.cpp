@@ -31,8 +31,7 @@ fp::Stage stage(int first_block, int last_block, int tp, int replicas) {
 
 // PP2 · DP2 · TP2 of the 4-layer model: stage 0 = embedding + 3 layers, stage 1 = 1 layer + head;
 // replica r of stage s on nodes[s][r].
-fp::PlaceResult placed(const fo::JobSpec& spec, const std::vector<std::vector<std::string>>& nodes,
-                       int stage1_tp = 2) {
+fp::PlaceResult placed(const fo::JobSpec& spec, const std::vector<std::vector<std::string>>& nodes, int stage1_tp = 2) {
   fp::PlaceResult result;
   result.model = *fo::planner_model(spec);
   fp::Plan plan;
@@ -41,12 +40,12 @@ fp::PlaceResult placed(const fo::JobSpec& spec, const std::vector<std::vector<st
   plan.global_batch_size = spec.global_batch_size;
   result.search.plans.push_back({plan, {}});
   for (int s = 0; s < 2; ++s)
-    for (int r = 0; r < 2; ++r)
-      result.placement.push_back({s, r, nodes[s][r], plan.stages[s].tp});
+    for (int r = 0; r < 2; ++r) result.placement.push_back({s, r, nodes[s][r], plan.stages[s].tp});
   return result;
 }
 
 std::vector<std::string> expected_megatron_args() {
+  // clang-format off: flag, value pairs
   return {"/opt/megatron-lm/pretrain_gpt.py",
           "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
           "--pipeline-model-parallel-layout", "Et*3|tL",  // 3 layers + 1 layer: not Megatron's even split
@@ -58,6 +57,7 @@ std::vector<std::string> expected_megatron_args() {
           "--ckpt-format", "torch_dist", "--dist-ckpt-optim-fully-reshardable", "--save", "/ckpt", "--load", "/ckpt",
           "--save-interval", "10", "--exit-signal-handler",
           "--log-interval", "1"};  // spec.worker.extraArgs, last
+  // clang-format on
 }
 
 }  // namespace

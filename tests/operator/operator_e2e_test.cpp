@@ -153,14 +153,14 @@ TEST_F(LocalCluster, AMegatronJobOnAnImageWithoutTorchrunFailsWithAClearConditio
     GTEST_SKIP() << "Megatron-LM snapshot not found at " << snapshot
                  << " (set FLOTILLA_MEGATRON_DIR): its pretrain_gpt.py is the job's script";
   const std::string script = fs::weakly_canonical(snapshot / "pretrain_gpt.py").string();
-  std::ofstream(dir_ / "megatron.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
-                                           "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 10\n"
-                                           "  worker: {kind: megatron, image: w, megatron: {script: "
-                                        << script << "}}\n  checkpoint: {path: " << (dir_ / "ckpt").string()
-                                        << "}\n";
+  std::ofstream(dir_ / "megatron.yaml")
+      << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
+         "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 10\n"
+         "  worker: {kind: megatron, image: w, megatron: {script: "
+      << script << "}}\n  checkpoint: {path: " << (dir_ / "ckpt").string() << "}\n";
   ASSERT_EQ(kubectl("apply -f " + (dir_ / "megatron.yaml").string()).exit_code, 0);
   ASSERT_TRUE(wait_for([&] { return !field(".status.plan.megatronArgs").empty(); }, 60s)) << field(".status") << "\n"
-                                                                                         << events();
+                                                                                          << events();
   EXPECT_EQ(field(".status.plan.megatronArgs[0]"), script);
   EXPECT_NE(field(".status.plan.megatronArgs").find("--save"), std::string::npos);
   ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Failed"; }, 90s)) << field(".status") << "\n"

@@ -34,14 +34,19 @@ const char* kSkippedLine =
     " skipped samples:            4 | elapsed time per iteration (ms): 980.0 | global batch size:    32 |"
     " loss scale: 65536.0 | number of skipped iterations:   1 | number of nan iterations:   0 |";
 
+// The fields every training_log line has.
+void expect_counts(const MegatronLogLine& l, std::int64_t iteration, std::int64_t consumed, double ms, int batch) {
+  EXPECT_EQ(l.iteration, iteration);
+  EXPECT_EQ(l.train_iters, 100);
+  EXPECT_EQ(l.consumed_samples, consumed);
+  EXPECT_DOUBLE_EQ(l.iteration_ms, ms);
+  EXPECT_EQ(l.global_batch_size, batch);
+}
+
 TEST(MegatronLogLine, ReadsTheFieldsOfTheSnapshotsFormat) {
   const auto l = parse_megatron_log_line(kFullLine);
   ASSERT_TRUE(l);
-  EXPECT_EQ(l->iteration, 12);
-  EXPECT_EQ(l->train_iters, 100);
-  EXPECT_EQ(l->consumed_samples, 384);
-  EXPECT_DOUBLE_EQ(l->iteration_ms, 1523.4);
-  EXPECT_EQ(l->global_batch_size, 32);
+  expect_counts(*l, 12, 384, 1523.4, 32);
   ASSERT_TRUE(l->lm_loss);
   EXPECT_DOUBLE_EQ(*l->lm_loss, 7.123456);
   // 32 sequences x 1024 tokens / 1.5234 s = 21509.78 tokens/s.
@@ -52,9 +57,7 @@ TEST(MegatronLogLine, ReadsTheFieldsOfTheSnapshotsFormat) {
 TEST(MegatronLogLine, AnIterationWithoutALossStillGivesStepAndSpeed) {
   const auto l = parse_megatron_log_line(kSkippedLine);
   ASSERT_TRUE(l);
-  EXPECT_EQ(l->iteration, 13);
-  EXPECT_EQ(l->consumed_samples, 416);
-  EXPECT_DOUBLE_EQ(l->iteration_ms, 980.0);
+  expect_counts(*l, 13, 416, 980.0, 32);
   EXPECT_FALSE(l->lm_loss);
 }
 

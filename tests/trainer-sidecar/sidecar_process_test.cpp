@@ -272,14 +272,25 @@ class SidecarMegatron : public SidecarCluster {
     p.worker_kind = "megatron";
     p.tp = 2;
     p.world_size = 4;
+    // clang-format off: flag, value pairs
     p.megatron_args = {script, "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
                        "--seq-length", "32", "--save", (dir_ / "ck").string(), "--load", (dir_ / "ck").string()};
+    // clang-format on
     return p;
   }
   // An existing folder with no torchrun, as the pod's PATH.
   Json path_without_torchrun() const {
     fs::create_directories(dir_ / "empty-bin");
     return Json::array({{{"name", "PATH"}, {"value", (dir_ / "empty-bin").string()}}});
+  }
+  // Pod p0 runs `script` with no torchrun on its PATH and no local restarts: its Failed line.
+  std::string failure_of(const std::string& script) {
+    create_pod("p0", megatron_plan(script), 20, path_without_torchrun(), 30, {"--max-restarts", "0"});
+    if (!reports("p0", 1, PodState::kFailed, 20s)) {
+      ADD_FAILURE() << "p0 did not report Failed: " << phase("p0");
+      return "";
+    }
+    return report("p0")->message;
   }
   std::optional<Json> event(const std::string& pod, const std::string& name) const {
     std::ifstream in(work(pod) / "sidecar-events.jsonl");
@@ -302,10 +313,7 @@ TEST_F(SidecarMegatron, WithoutTorchrunThePodFailsWithOneLineAndRecordsTheArgvIt
     GTEST_SKIP() << "Megatron-LM snapshot not found at " << megatron_snapshot()
                  << " (set FLOTILLA_MEGATRON_DIR; shared/vendor/megatron-lm/SNAPSHOT.md): its real pretrain_gpt.py "
                     "is the script the pod is given";
-  create_pod("p0", megatron_plan(fs::weakly_canonical(script).string()), 20, path_without_torchrun(), 30,
-             {"--max-restarts", "0"});
-  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
-  const std::string message = report("p0")->message;
+  const std::string message = failure_of(fs::weakly_canonical(script).string());
   EXPECT_NE(message.find("torchrun not found in PATH: the megatron worker kind needs an image with Megatron-LM and "
                          "PyTorch"),
             std::string::npos)
@@ -320,9 +328,11 @@ TEST_F(SidecarMegatron, WithoutTorchrunThePodFailsWithOneLineAndRecordsTheArgvIt
   const Rendezvous r = std::get<Rendezvous>(rdv);
   const auto exec = event("p0", "megatron_exec");
   ASSERT_TRUE(exec) << slurp(work("p0") / "sidecar-events.jsonl");
+  // clang-format off: flag, value pairs
   std::vector<std::string> want = {"torchrun", "--nnodes", "1", "--node-rank", "0", "--nproc-per-node", "4",
                                    "--rdzv-backend", "static", "--master-addr", r.addr, "--master-port",
                                    std::to_string(r.port)};
+  // clang-format on
   const auto args = megatron_plan(fs::weakly_canonical(script).string()).megatron_args;
   want.insert(want.end(), args.begin(), args.end());
   EXPECT_EQ(exec->at("argv").get<std::vector<std::string>>(), want);
@@ -332,10 +342,7 @@ TEST_F(SidecarMegatron, WithoutTorchrunThePodFailsWithOneLineAndRecordsTheArgvIt
 }
 
 TEST_F(SidecarMegatron, AScriptMissingFromTheImageIsFailedWithOneLine) {
-  create_pod("p0", megatron_plan("/no/such/megatron-lm/pretrain_gpt.py"), 20, path_without_torchrun(), 30,
-             {"--max-restarts", "0"});
-  ASSERT_TRUE(reports("p0", 1, PodState::kFailed, 20s)) << phase("p0");
-  const std::string message = report("p0")->message;
+  const std::string message = failure_of("/no/such/megatron-lm/pretrain_gpt.py");
   EXPECT_NE(message.find("the Megatron-LM script '/no/such/megatron-lm/pretrain_gpt.py' is not in this image: the "
                          "megatron worker kind needs an image with Megatron-LM and PyTorch"),
             std::string::npos)

@@ -71,9 +71,9 @@ TEST(SidecarMegatronArgs, TorchrunTakesItsCountsFromTheRanksAndItsMasterFromTheR
   plan.megatron_args = {"/opt/megatron-lm/pretrain_gpt.py", "--tensor-model-parallel-size", "2", "--seq-length", "32"};
   EXPECT_EQ(megatron_pod_argv(plan, "10.0.0.7", 41234),
             (std::vector<std::string>{"torchrun", "--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "4",
-                                      "--rdzv-backend", "static", "--master-addr", "10.0.0.7", "--master-port",
-                                      "41234", "/opt/megatron-lm/pretrain_gpt.py", "--tensor-model-parallel-size",
-                                      "2", "--seq-length", "32"}));
+                                      "--rdzv-backend", "static", "--master-addr", "10.0.0.7", "--master-port", "41234",
+                                      "/opt/megatron-lm/pretrain_gpt.py", "--tensor-model-parallel-size", "2",
+                                      "--seq-length", "32"}));
   EXPECT_EQ(megatron_pod_env(plan), (std::map<std::string, std::string>{{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}));
   EXPECT_EQ(megatron_seq_length(plan), 32);
   plan.tp = 1;
