@@ -5,14 +5,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/trim.h"
+
 namespace flotilla::sidecar {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<std::int64_t> integer(std::string_view s) {
   s = trim(s);

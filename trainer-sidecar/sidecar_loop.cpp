@@ -326,6 +326,7 @@ class Sidecar {
     WorkerProcess torchrun{
         "torchrun", megatron_pod_argv(*plan_, rdv_.addr, rdv_.port), megatron_pod_env(*plan_),
         fs::path(o_.work_dir) / ("torchrun-e" + std::to_string(st_.epoch) + "-a" + std::to_string(attempt_) + ".log")};
+    torchrun.failure_line = torchrun_log_failure;
     tail_ = ProgressTail(torchrun.log.string());
     event("megatron_exec", {{"argv", torchrun.argv}, {"env", torchrun.env}});
     std::error_code ec;

@@ -4,7 +4,9 @@
 
 #include <fstream>
 
+#include "common/text_file.h"
 #include "process/spawn.h"
+#include "trainer-sidecar/torchrun_failure.h"
 
 namespace flotilla::sidecar {
 
@@ -15,6 +17,8 @@ std::string last_error_line(const std::filesystem::path& log) {
     if (line.find("error") != std::string::npos) found = line;
   return found;
 }
+
+std::string torchrun_log_failure(const std::filesystem::path& log) { return torchrun_failure_line(read_text(log)); }
 
 void WorkerSet::start(const PodPlan& plan, const std::string& worker_binary,
                       const std::filesystem::path& work_dir, const RankLaunch& launch,
@@ -46,6 +50,7 @@ void WorkerSet::start(const std::vector<WorkerProcess>& processes) {
     Rank r;
     r.label = p.label;
     r.log = p.log;
+    r.failure_line = p.failure_line;
     r.child = process::spawn(o);  // on a throw, the Children already made kill themselves
     ranks_.push_back(std::move(r));
   }
@@ -65,7 +70,7 @@ WorkerPoll WorkerSet::poll() {
       ok = false;
       if (!failure_reported_) {
         failure_reported_ = true;
-        std::string line = last_error_line(r.log);
+        std::string line = r.failure_line(r.log);
         if (line.empty()) line = r.status->describe(r.child.pid());
         out.new_failure = r.label + ": " + line;
       }

@@ -12,8 +12,8 @@
 //   - stop(grace) SIGTERMs every running rank's group; kill_overdue() SIGKILLs those still
 //     alive once the grace has passed. The destructor SIGKILLs and reaps what is left.
 // Assumes: one thread drives it.
-// Caveats: the message is the last line of the rank's log that mentions "error" (the worker
-//   prints one such line), else how the process ended.
+// Caveats: the message is the process's failure_line() of its log (the reference worker's: the
+//   last line that mentions "error"; torchrun's: torchrun_failure.h), else how it ended.
 #pragma once
 
 #include <chrono>
@@ -35,12 +35,19 @@ struct WorkerPoll {
   bool all_ok = false;
 };
 
+// The last line of `log` that mentions "error", else "" (the reference worker prints one).
+std::string last_error_line(const std::filesystem::path& log);
+// torchrun_failure_line() (torchrun_failure.h) of the whole log: a torchrun agent's.
+std::string torchrun_log_failure(const std::filesystem::path& log);
+
 // One process of an attempt.
 struct WorkerProcess {
   std::string label;  // names it in the failure line: "local rank 0", "torchrun"
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // added to the sidecar's environment
   std::filesystem::path log;               // stdout and stderr
+  // The one line of the log that says why it failed ("" when none does).
+  std::string (*failure_line)(const std::filesystem::path& log) = last_error_line;
 };
 
 class WorkerSet {
@@ -61,6 +68,7 @@ class WorkerSet {
     process::Child child;
     std::string label;
     std::filesystem::path log;
+    std::string (*failure_line)(const std::filesystem::path& log) = last_error_line;
     std::optional<process::ExitStatus> status;
   };
   std::vector<Rank> ranks_;
@@ -68,8 +76,5 @@ class WorkerSet {
   bool all_exited_ = false;
   std::optional<Clock::time_point> kill_at_;
 };
-
-// The last line of `log` that mentions "error", else "".
-std::string last_error_line(const std::filesystem::path& log);
 
 }  // namespace flotilla::sidecar
