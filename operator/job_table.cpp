@@ -29,6 +29,10 @@ std::string job_table_key(const JobSpec& spec) {
   }
   key += "|gbs=" + std::to_string(spec.global_batch_size);
   key += "|worker=" + std::to_string(static_cast<int>(spec.worker_kind));
+  // Megatron's extra arguments can make every plan unlaunchable (megatron_launch.h refuses those
+  // that override a rendered flag), so jobs that differ in them cannot share a table.
+  if (spec.worker_kind == WorkerKind::kMegatron)
+    for (const std::string& a : spec.worker_extra_args) key += "|arg=" + a;
   key += "|types=";
   for (const std::string& t : spec.gpu_types) key += t + ",";
   key += "|gpus=" + std::to_string(spec.min_gpus) + ".." + std::to_string(spec.max_gpus);

@@ -37,6 +37,10 @@ TEST(JobTableKey, IgnoresWhatThePlanDoesNotReadAndNamesWhatItDoes) {
         R"({"budget": {"maxUsdPerHour": 3}})",
         R"({"worker": {"kind": "megatron", "megatron": {"script": "/opt/megatron-lm/pretrain_gpt.py"}}})"})
     EXPECT_NE(fo::job_table_key(spec_of(job_object(change))), base) << change;
+  // A megatron job's extra arguments decide whether its plans can launch at all.
+  const std::string megatron = R"({"worker": {"kind": "megatron", "megatron": {"script": "/m/pretrain_gpt.py"}, )";
+  EXPECT_NE(fo::job_table_key(spec_of(job_object(megatron + R"("extraArgs": ["--save=/x"]}})"))),
+            fo::job_table_key(spec_of(job_object(megatron + R"("extraArgs": []}})"))));
   const std::string inline_a = fo::job_table_key(spec_of(job_object(
       R"({"model": "mine", "modelSpec": {"numLayers": 4, "hidden": 64, "heads": 4, "vocabSize": 256, "seqLen": 32}})")));
   const std::string inline_b = fo::job_table_key(spec_of(job_object(
