@@ -62,7 +62,11 @@ JobTable build_job_table(const JobSpec& spec, const planner::ClusterSpec& capaci
   }
   if (!found.plan) {
     // The probes skip the planner's suggestion (up to ~20 searches each); the answer has one.
-    out.why_not = plan_exactly(spec, capacity, ctx, spec.min_gpus, hi, std::nullopt, /*suggest=*/true).message;
+    const PlanOutcome why = plan_exactly(spec, capacity, ctx, spec.min_gpus, hi, std::nullopt, /*suggest=*/true);
+    out.why_not = why.message;
+    // A plan Megatron cannot launch is not a question of fit; the planner's own failures keep
+    // FitsNowhere, which users' alerts and the tests match.
+    if (why.reason == "MegatronCannotRun") out.why_not_reason = why.reason;
     return out;
   }
   while (lo < hi) {

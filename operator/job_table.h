@@ -28,6 +28,7 @@ namespace flotilla::op {
 struct JobTable {
   int initial_gpus = 0;
   std::string why_not;  // when initial_gpus == 0: the planner's line
+  std::string why_not_reason;  // its reason code (PlanOutcome::reason, e.g. MegatronCannotRun), "" = FitsNowhere
   scaler::ScaleTable table;
 };
 

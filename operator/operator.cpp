@@ -299,6 +299,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     a.elastic = spec.elasticity != ElasticityMode::kOff;
     a.initial_gpus = table.initial_gpus;
     a.fits_nowhere_why = table.why_not;
+    a.fits_nowhere_reason = table.why_not_reason;
     a.table = table.initial_gpus > 0 ? &table.table : nullptr;
     a.gpu_types = spec.gpu_types;
     for (std::string& t : a.gpu_types)

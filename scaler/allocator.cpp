@@ -131,8 +131,9 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
   for (const AllocatorJob* j : order) {
     if (j->running) continue;
     if (j->initial_gpus <= 0) {
-      decided[j->key] = decision(*j, AllocAction::kWait, 0, "FitsNowhere",
-                                 j->fits_nowhere_why.empty() ? "no plan fits the allowed GPU types" : j->fits_nowhere_why);
+      decided[j->key] =
+          decision(*j, AllocAction::kWait, 0, j->fits_nowhere_reason.empty() ? "FitsNowhere" : j->fits_nowhere_reason,
+                   j->fits_nowhere_why.empty() ? "no plan fits the allowed GPU types" : j->fits_nowhere_why);
       continue;
     }
     const int free = pool.available(j->gpu_types);

@@ -43,6 +43,7 @@ struct AllocatorJob {
   int gpus_alive = -1;                 // of current_gpus, on healthy nodes; -1: all
   int initial_gpus = 0;                // admission size; 0: fits nowhere (waits, never admitted)
   std::string fits_nowhere_why;        // with initial_gpus 0: the planner's line, for the user
+  std::string fits_nowhere_reason;     // with initial_gpus 0: its reason code; "" = FitsNowhere
   const ScaleTable* table = nullptr;   // not owned; null: no resizing possible
   std::vector<std::string> gpu_types;  // allowed; empty: any
   double overhead_s = 30;              // restart overhead of a rescale

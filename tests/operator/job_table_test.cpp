@@ -64,6 +64,19 @@ TEST(JobTable, AJobThatIsNeverResizedGetsOnlyItsAdmissionEntry) {
   EXPECT_EQ(off.table.entries[0].blocks_per_stage, strict.table.entries[0].blocks_per_stage);
 }
 
+// A megatron job whose extra arguments override a rendered flag has no plan at any size, and its
+// table says why with render's line and reason code (not the planner's FitsNowhere).
+TEST(JobTable, AMegatronJobNoPlanCanLaunchSaysWhy) {
+  const fo::testing::World world;
+  const fo::JobTable t = fo::build_job_table(
+      spec_of(job_object(
+          R"({"worker": {"kind": "megatron", "megatron": {"script": "/m/pretrain_gpt.py"}, "extraArgs": ["--save=/x"]}})")),
+      slow_nodes(2, 2), world.context());
+  EXPECT_EQ(t.initial_gpus, 0);
+  EXPECT_EQ(t.why_not_reason, "MegatronCannotRun");
+  EXPECT_NE(t.why_not.find("spec.worker.extraArgs sets --save,"), std::string::npos) << t.why_not;
+}
+
 // cluster_view.h: find() through the index of a built view, and by scan on a hand-built one.
 TEST(ClusterViewIndex, FindIsRightOnBuiltAndHandBuiltViews) {
   const fo::testing::World world;

@@ -170,6 +170,19 @@ TEST_F(LocalCluster, AMegatronJobOnAnImageWithoutTorchrunFailsWithAClearConditio
                          "PyTorch"),
             std::string::npos)
       << message;
+  // Extra arguments that override a rendered flag: no plan can launch, and the job says why.
+  std::ofstream(dir_ / "override.yaml")
+      << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: over}\n"
+         "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 10\n"
+         "  worker: {kind: megatron, image: w, extraArgs: [--save=/x], megatron: "
+         "{script: "
+      << script << "}}\n  checkpoint: {path: " << (dir_ / "ckpt-over").string() << "}\n";
+  ASSERT_EQ(kubectl("apply -f " + (dir_ / "override.yaml").string()).exit_code, 0);
+  const std::string planned = ".status.conditions[?(@.type==\"Planned\")]";
+  ASSERT_TRUE(wait_for([&] { return field(planned + ".reason", "over") == "MegatronCannotRun"; }, 60s))
+      << field(".status", "over") << "\n"
+      << events();
+  EXPECT_NE(field(planned + ".message", "over").find("spec.worker.extraArgs sets --save,"), std::string::npos);
 }
 
 // The operator is SIGKILLed in the middle of a rescale (status says Rescaling: the new epoch is

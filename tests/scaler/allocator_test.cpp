@@ -60,6 +60,26 @@ TEST(Allocator, AdmitsByPriorityThenArrivalAndQueuesTheRest) {
   EXPECT_EQ(of(ds, "c").queue_position, 2);
 }
 
+// A job no plan serves waits with the table's line and reason code (FitsNowhere unless the
+// operator names another, e.g. MegatronCannotRun), and does not block the jobs behind it.
+TEST(Allocator, AJobWithoutAPlanWaitsWithItsReasonAndBlocksNobody) {
+  const auto t = table();
+  fs::AllocatorInput in;
+  in.free_gpus_by_type = {{"A100-80", 4}};
+  fs::AllocatorJob none = job("none", false, 0, nullptr, 0, 1), megatron = job("megatron", false, 0, nullptr, 0, 2);
+  none.fits_nowhere_why = "the model does not fit";
+  megatron.fits_nowhere_why = "Megatron-LM cannot run the chosen plan: ...";
+  megatron.fits_nowhere_reason = "MegatronCannotRun";
+  in.jobs = {none, megatron, job("c", false, 2, &t, 0, 3)};
+  const auto ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "none").action, fs::AllocAction::kWait);
+  EXPECT_EQ(of(ds, "none").reason_code, "FitsNowhere");
+  EXPECT_EQ(of(ds, "none").reason, "the model does not fit");
+  EXPECT_EQ(of(ds, "megatron").reason_code, "MegatronCannotRun");
+  EXPECT_EQ(of(ds, "megatron").reason, "Megatron-LM cannot run the chosen plan: ...");
+  EXPECT_EQ(of(ds, "c").action, fs::AllocAction::kAdmit);
+}
+
 TEST(Allocator, ScaleUpPassesWhenNoJobsArriveAndIsRefusedWhenTheyArriveOften) {
   const auto t = table();
   fs::AllocatorInput in;
