@@ -20,12 +20,23 @@ nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPl
                     {"securityContext", {{"fsGroup", kWorkerImageGroup}, {"fsGroupChangePolicy", "OnRootMismatch"}}},
                     {"containers", Json::array()}};
   if (!tmpl.service_account.empty()) spec_json["serviceAccountName"] = tmpl.service_account;
+  Json volumes = Json::array(), mounts = Json::array();
   // Without a volume, checkpoint.path must be a path every node shares (devcluster: one machine).
   if (spec.checkpoint_volume.is_object()) {
     Json volume = spec.checkpoint_volume;
     volume["name"] = "checkpoint";
-    spec_json["volumes"] = Json::array({volume});
-    container["volumeMounts"] = Json::array({{{"name", "checkpoint"}, {"mountPath", spec.checkpoint_path}}});
+    volumes.push_back(volume);
+    mounts.push_back({{"name", "checkpoint"}, {"mountPath", spec.checkpoint_path}});
+  }
+  // torchrun's ranks share tensors through /dev/shm (NCCL's intra-node transport, data loader
+  // workers); a container's default 64 MiB makes them fail with bus errors.
+  if (spec.worker_kind == WorkerKind::kMegatron) {
+    volumes.push_back({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}});
+    mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+  }
+  if (!volumes.empty()) {
+    spec_json["volumes"] = volumes;
+    container["volumeMounts"] = mounts;
   }
   Json meta = {{"name", pod.name},
                {"namespace", spec.ns},

@@ -5,7 +5,8 @@
 // Guarantees: pure; restartPolicy Never (a crashed sidecar fails the pod and the operator
 //   re-plans, instead of the kubelet restarting it under a stale plan); POD_NAME/NAMESPACE/IP
 //   from the downward API; the checkpoint volume mounted at checkpoint.path when given, with
-//   fsGroup kWorkerImageGroup so the worker image's non-root user can write its checkpoints.
+//   fsGroup kWorkerImageGroup so the worker image's non-root user can write its checkpoints;
+//   worker kind megatron: a memory-backed emptyDir at /dev/shm for torchrun's ranks.
 #pragma once
 
 #include <string>

@@ -26,6 +26,23 @@ TEST(PodManifest, CheckpointVolumeIsWritableByTheWorkerImageUser) {
   EXPECT_EQ(container.at("volumeMounts").at(0).at("mountPath"), "/ckpt");
 }
 
+TEST(PodManifest, AMegatronPodGetsAMemoryBackedDevShmBesideItsCheckpointVolume) {
+  const fo::JobSpec spec = spec_of(job_object(R"({"worker": {"kind": "megatron", "megatron": {"script": "/m/p.py"}},
+      "checkpoint": {"volume": {"persistentVolumeClaim": {"claimName": "ckpt"}}}})"));
+  fo::PlanPod pod{"demo-0", "node-a", "A100-80", 2, {0, 1}};
+  const nlohmann::json m = fo::pod_manifest(spec, pod, flotilla::PodPlan{}, fo::PodTemplate{});
+  EXPECT_EQ(m["spec"]["volumes"],
+            nlohmann::json::parse(R"([{"persistentVolumeClaim": {"claimName": "ckpt"}, "name": "checkpoint"},
+                                      {"name": "dshm", "emptyDir": {"medium": "Memory"}}])"));
+  EXPECT_EQ(m["spec"]["containers"][0]["volumeMounts"],
+            nlohmann::json::parse(R"([{"name": "checkpoint", "mountPath": "/ckpt"},
+                                      {"name": "dshm", "mountPath": "/dev/shm"}])"));
+  // The reference worker needs none: no volume at all without a checkpoint volume.
+  const nlohmann::json plain = fo::pod_manifest(spec_of(job_object()), pod, flotilla::PodPlan{}, fo::PodTemplate{});
+  EXPECT_FALSE(plain["spec"].contains("volumes"));
+  EXPECT_FALSE(plain["spec"]["containers"][0].contains("volumeMounts"));
+}
+
 TEST(PodManifest, RunsUnderTheConfiguredServiceAccount) {
   const fo::JobSpec spec = spec_of(job_object());
   fo::PlanPod pod{"demo-0", "node-a", "A100-80", 2, {0, 1}};
