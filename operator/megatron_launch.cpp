@@ -1,6 +1,7 @@
 #include "operator/megatron_launch.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace flotilla::op {
 namespace {
@@ -38,6 +39,14 @@ std::string check_extra_args(const std::vector<std::string>& extra, const std::v
   return "";
 }
 
+// "0.3 /d/a 0.7 /d/b" -> its whitespace-separated words (Megatron's --data-path blend).
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
 }  // namespace
 
 launch::MegatronOptions megatron_options(const JobSpec& spec) {
@@ -48,7 +57,7 @@ launch::MegatronOptions megatron_options(const JobSpec& spec) {
   o.save_interval_steps = static_cast<int>(std::min<std::int64_t>(spec.checkpoint_interval_steps, 1 << 30));
   o.train_steps = static_cast<int>(std::min<std::int64_t>(spec.train_steps, 1 << 30));
   o.learning_rate = spec.megatron.learning_rate;
-  if (!spec.worker_data.empty()) o.data_path = {spec.worker_data};
+  o.data_path = words(spec.worker_data);
   o.tokenizer_type = spec.megatron.tokenizer_type;
   o.tokenizer_model = spec.megatron.tokenizer_model;
   return o;

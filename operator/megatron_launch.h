@@ -3,7 +3,8 @@
 //
 // Guarantees: pure. megatron_options() maps the spec one to one: --train-iters = trainSteps,
 //   --save/--load = checkpoint.path, --save-interval = checkpoint.intervalSteps, --data-path =
-//   worker.data (empty: --mock-data), the script, tokenizer and learning rate of
+//   the whitespace-separated words of worker.data (a prefix, or Megatron's blend "0.3 /d/a 0.7
+//   /d/b"; empty: --mock-data), the script, tokenizer and learning rate of
 //   worker.megatron. The master address is left empty: the sidecar of node rank 0's pod
 //   publishes the real one per epoch (flotilla.io/rendezvous) and the sidecars exec torchrun
 //   with it (launch::torchrun_argv()).

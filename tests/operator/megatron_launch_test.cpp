@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "operator/job_plan.h"
+#include "operator/megatron_launch.h"
 #include "operator_fixture.h"
 
 namespace fo = flotilla::op;
@@ -114,6 +115,17 @@ TEST(MegatronPodPlan, ANodeHoldingTwoBlocksOfRanksRunsTwoNamedPods) {
   EXPECT_EQ(plan.stages[0].pods, (std::vector<std::string>{"demo-n-b-g2", "demo-n-a-g2"}));
   EXPECT_EQ(plan.stages[1].pods, (std::vector<std::string>{"demo-n-a-g2-1", "demo-n-c-g2"}));
   EXPECT_EQ(plan.rendezvous_pod, "demo-n-b-g2");
+}
+
+TEST(MegatronPodPlan, WorkerDataIsOnePrefixOrABlendAndEmptyIsMockData) {
+  auto data_flags = [](const std::string& data) {
+    fo::JobSpec spec = spec_of(job_object(kMegatronJob));
+    spec.worker_data = data;
+    return fo::megatron_options(spec).data_path;
+  };
+  EXPECT_EQ(data_flags("/d/a_text_document"), std::vector<std::string>{"/d/a_text_document"});
+  EXPECT_EQ(data_flags(" 0.3 /d/a\t0.7  /d/b "), (std::vector<std::string>{"0.3", "/d/a", "0.7", "/d/b"}));
+  EXPECT_TRUE(data_flags("").empty());  // render_megatron() then passes --mock-data
 }
 
 TEST(MegatronPodPlan, APlanMegatronCannotExpressIsRefusedWithRendersLine) {
