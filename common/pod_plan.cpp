@@ -95,6 +95,7 @@ std::string encode_pod_plan(const PodPlan& p) {
             {"ranks", p.ranks},
             {"rendezvousPod", p.rendezvous_pod}};
   if (!p.megatron_args.empty()) j["megatronArgs"] = p.megatron_args;
+  if (p.max_local_restarts) j["maxLocalRestarts"] = *p.max_local_restarts;
   return j.dump();
 }
 
@@ -138,6 +139,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   p.ranks = r.get<std::vector<int>>("ranks", {}, true);
   p.rendezvous_pod = r.get<std::string>("rendezvousPod", "", true);
   p.megatron_args = r.get<std::vector<std::string>>("megatronArgs", {}, false);
+  if (j.contains("maxLocalRestarts")) p.max_local_restarts = r.get<int>("maxLocalRestarts", 0, true);
   r.require(p.job.find('/') != std::string::npos, "job must be <namespace>/<name>");
   r.require(p.epoch >= 1, "epoch must be at least 1");
   r.require(p.barrier >= 0 && p.barrier <= p.epoch, "barrier must be between 0 and the epoch");
@@ -150,6 +152,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   r.require(!p.ranks.empty(), "ranks must name at least one global rank");
   for (int rank : p.ranks) r.require(rank >= 0 && rank < p.world_size, "rank outside 0..worldSize-1");
   r.require(!p.rendezvous_pod.empty(), "rendezvousPod must name a pod");
+  r.require(!p.max_local_restarts || *p.max_local_restarts >= 0, "maxLocalRestarts must be at least 0");
   if (p.worker_kind == "megatron") check_megatron(r, p);
   if (!r.error().empty()) return r.error();
   return p;

@@ -65,6 +65,9 @@ struct PodPlan {
   std::vector<int> ranks;                  // this pod's global ranks, in local-rank order
   std::string rendezvous_pod;              // the pod whose sidecar publishes the rendezvous address
   std::vector<std::string> megatron_args;  // worker_kind megatron: the script, then its Megatron flags
+  // Local restarts in a row without progress before the sidecar gives up (the job's
+  // spec.backoffLimit); absent: the sidecar's --max-restarts.
+  std::optional<int> max_local_restarts;
 };
 
 enum class PodState { kWaiting, kStarting, kRunning, kStopping, kStopped, kSucceeded, kFailed, kDegraded };

@@ -270,6 +270,7 @@ PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& po
   p.ranks = pod.ranks;
   p.rendezvous_pod = plan.rendezvous_pod;
   p.megatron_args = plan.megatron_args;
+  p.max_local_restarts = spec.backoff_limit;  // a world in one pod restarts locally, within the same limit
   return p;
 }
 

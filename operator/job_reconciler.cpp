@@ -251,7 +251,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     }
   }
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
-  if (gave_up >= 3) return fail_job(c, "WorkerFailed", failure + ". " + kFixThenReapply);
+  // A world in one pod restarts locally up to spec.backoffLimit times (its pod plan's
+  // maxLocalRestarts) before its sidecar gives up; with a limit of 0 there is no local restart
+  // and the failure is judged here like any other (crash_loop.h).
+  if (gave_up > 0 && gave_up >= job.spec.backoff_limit)
+    return fail_job(c, "WorkerFailed", failure + ". " + kFixThenReapply);
   if (d != nullptr && d->action == scaler::AllocAction::kRequeue) {
     phase(c, "Pending");
     Json p = c.status["plan"];

@@ -212,8 +212,10 @@ class Sidecar {
       Input in = std::move(pending_.front());
       pending_.pop_front();
       if (in.kind == InputKind::kPlan && next_plan_ && next_plan_->epoch == in.epoch &&
-          in.epoch >= st_.epoch && !st_.shutting_down)
+          in.epoch >= st_.epoch && !st_.shutting_down) {
         plan_ = next_plan_;
+        cfg_.max_restarts = plan_->max_local_restarts.value_or(o_.max_restarts);
+      }
       const PodState before = st_.phase;
       SupervisorStep s = step(st_, in, cfg_);
       st_ = std::move(s.state);

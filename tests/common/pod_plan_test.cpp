@@ -37,6 +37,17 @@ TEST(PodPlan, RoundTripsEveryField) {
   EXPECT_EQ(flotilla::encode_pod_plan(back), flotilla::encode_pod_plan(p));
 }
 
+// maxLocalRestarts is optional (an older operator's plan has none: the sidecar's flag holds).
+TEST(PodPlan, MaxLocalRestartsIsOptionalAndNotNegative) {
+  auto p = sample_plan();
+  EXPECT_FALSE(ok(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))).max_local_restarts);
+  p.max_local_restarts = 0;
+  EXPECT_EQ(ok(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))).max_local_restarts, 0);
+  p.max_local_restarts = -1;
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))),
+            "flotilla.io/plan: maxLocalRestarts must be at least 0");
+}
+
 TEST(PodPlan, MalformedPlansAreRefusedNamingTheField) {
   EXPECT_EQ(error_of(flotilla::parse_pod_plan("{")), "flotilla.io/plan: not JSON");
   EXPECT_EQ(error_of(flotilla::parse_pod_plan("[1]")), "flotilla.io/plan: must be a JSON object");

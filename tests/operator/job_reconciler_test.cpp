@@ -252,6 +252,36 @@ TEST(JobReconciler, AWorkerThatGaveUpFailsTheJobAndCleansUp) {
   EXPECT_EQ(a.remove.size(), 2u);
 }
 
+// spec.backoffLimit reaches the sidecars (their local restarts) and judges their giving up: with
+// a limit of 5, a sidecar that restarted 3 times has not given up on the job's behalf yet, and
+// one that gave up after 5 fails the job.
+TEST(JobReconciler, ASidecarGivesUpWithinTheJobsBackoffLimit) {
+  Harness h;
+  h.obs.spec = spec_of(job_object(R"({"backoffLimit": 5})"));
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  const auto admitted = h.step();
+  ASSERT_FALSE(admitted.create.empty());
+  for (const fo::PodCreate& c : admitted.create) EXPECT_EQ(c.plan.max_local_restarts, 5);
+  h.apply(admitted);
+  flotilla::PodReport r;
+  r.epoch = 1;
+  r.state = flotilla::PodState::kFailed;
+  r.restarts = 3;
+  r.message = "gave up after 3 restarts: cannot open loss log";
+  h.obs.pods[0].report = r;
+  h.obs.decision.reset();
+  h.apply(h.step());
+  EXPECT_NE(h.phase(), "Failed") << "3 local restarts are within a limit of 5: the operator relaunches";
+  r.epoch = h.epoch();
+  r.restarts = 5;
+  r.message = "gave up after 5 restarts: cannot open loss log";
+  h.obs.pods[0].report = r;
+  h.obs.pods[0].plan->epoch = h.epoch();
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Failed");
+  EXPECT_NE(condition(h.obs.status, "Failed").find("WorkerFailed"), std::string::npos);
+}
+
 // A scale-up the benefit check refuses changes nothing, but its inputs reach status once (the
 // user's question: why did my job not grow onto the idle GPUs?), with an event.
 TEST(JobReconciler, ARefusedScaleUpIsWrittenToStatusWithItsInputsOnce) {
