@@ -235,16 +235,21 @@ TEST(JobReconciler, AModelThatFitsNowhereSaysWhyAndCreatesNothing) {
   EXPECT_EQ(a.events[0].type, "Warning");
 }
 
+// A sidecar's report after it gave up on local restarts (a world in one pod).
+flotilla::PodReport gave_up(std::int64_t epoch, int restarts) {
+  flotilla::PodReport r;
+  r.epoch = epoch;
+  r.state = flotilla::PodState::kFailed;
+  r.restarts = restarts;
+  r.message = "gave up after " + std::to_string(restarts) + " restarts: cannot open loss log";
+  return r;
+}
+
 TEST(JobReconciler, AWorkerThatGaveUpFailsTheJobAndCleansUp) {
   Harness h;
   h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
   h.apply(h.step());
-  flotilla::PodReport r;
-  r.epoch = 1;
-  r.state = flotilla::PodState::kFailed;
-  r.restarts = 3;
-  r.message = "gave up after 3 restarts: cannot open loss log";
-  h.obs.pods[0].report = r;
+  h.obs.pods[0].report = gave_up(1, 3);
   const auto a = h.step();
   h.apply(a);
   EXPECT_EQ(h.phase(), "Failed");
@@ -263,19 +268,11 @@ TEST(JobReconciler, ASidecarGivesUpWithinTheJobsBackoffLimit) {
   ASSERT_FALSE(admitted.create.empty());
   for (const fo::PodCreate& c : admitted.create) EXPECT_EQ(c.plan.max_local_restarts, 5);
   h.apply(admitted);
-  flotilla::PodReport r;
-  r.epoch = 1;
-  r.state = flotilla::PodState::kFailed;
-  r.restarts = 3;
-  r.message = "gave up after 3 restarts: cannot open loss log";
-  h.obs.pods[0].report = r;
+  h.obs.pods[0].report = gave_up(1, 3);
   h.obs.decision.reset();
   h.apply(h.step());
   EXPECT_NE(h.phase(), "Failed") << "3 local restarts are within a limit of 5: the operator relaunches";
-  r.epoch = h.epoch();
-  r.restarts = 5;
-  r.message = "gave up after 5 restarts: cannot open loss log";
-  h.obs.pods[0].report = r;
+  h.obs.pods[0].report = gave_up(h.epoch(), 5);
   h.obs.pods[0].plan->epoch = h.epoch();
   h.apply(h.step());
   EXPECT_EQ(h.phase(), "Failed");
