@@ -96,6 +96,7 @@ std::string encode_pod_plan(const PodPlan& p) {
             {"rendezvousPod", p.rendezvous_pod}};
   if (!p.megatron_args.empty()) j["megatronArgs"] = p.megatron_args;
   if (p.max_local_restarts) j["maxLocalRestarts"] = *p.max_local_restarts;
+  if (p.stop_grace_seconds) j["stopGraceSeconds"] = *p.stop_grace_seconds;
   return j.dump();
 }
 
@@ -140,6 +141,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   p.rendezvous_pod = r.get<std::string>("rendezvousPod", "", true);
   p.megatron_args = r.get<std::vector<std::string>>("megatronArgs", {}, false);
   if (j.contains("maxLocalRestarts")) p.max_local_restarts = r.get<int>("maxLocalRestarts", 0, true);
+  if (j.contains("stopGraceSeconds")) p.stop_grace_seconds = r.get<int>("stopGraceSeconds", 0, true);
   r.require(p.job.find('/') != std::string::npos, "job must be <namespace>/<name>");
   r.require(p.epoch >= 1, "epoch must be at least 1");
   r.require(p.barrier >= 0 && p.barrier <= p.epoch, "barrier must be between 0 and the epoch");
@@ -153,6 +155,7 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view text) {
   for (int rank : p.ranks) r.require(rank >= 0 && rank < p.world_size, "rank outside 0..worldSize-1");
   r.require(!p.rendezvous_pod.empty(), "rendezvousPod must name a pod");
   r.require(!p.max_local_restarts || *p.max_local_restarts >= 0, "maxLocalRestarts must be at least 0");
+  r.require(!p.stop_grace_seconds || *p.stop_grace_seconds >= 1, "stopGraceSeconds must be at least 1");
   if (p.worker_kind == "megatron") check_megatron(r, p);
   if (!r.error().empty()) return r.error();
   return p;

@@ -68,6 +68,9 @@ struct PodPlan {
   // Local restarts in a row without progress before the sidecar gives up (the job's
   // spec.backoffLimit); absent: the sidecar's --max-restarts.
   std::optional<int> max_local_restarts;
+  // Seconds the sidecar waits for stopped workers before SIGKILL (spec.worker.stopGracePeriodSeconds);
+  // absent: the sidecar's default (20 s).
+  std::optional<int> stop_grace_seconds;
 };
 
 enum class PodState { kWaiting, kStarting, kRunning, kStopping, kStopped, kSucceeded, kFailed, kDegraded };

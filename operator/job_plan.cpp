@@ -271,6 +271,7 @@ PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& po
   p.rendezvous_pod = plan.rendezvous_pod;
   p.megatron_args = plan.megatron_args;
   p.max_local_restarts = spec.backoff_limit;  // a world in one pod restarts locally, within the same limit
+  p.stop_grace_seconds = spec.stop_grace_seconds;
   return p;
 }
 

@@ -114,6 +114,9 @@ void read_megatron(SpecReader& r, MegatronSpec& m) {
   if (r.error().empty() && !(m.learning_rate > 0)) r.fail("worker.megatron.learningRate", "must be above 0");
 }
 
+// A stop longer than this holds a rescale (every pod waits for it) for longer than any save needs.
+constexpr int kMaxStopGraceSeconds = 3600;
+
 void read_worker(SpecReader& r, JobSpec& s) {
   const std::string kind = r.str("worker.kind", "flotilla");
   if (kind == "flotilla")
@@ -125,6 +128,11 @@ void read_worker(SpecReader& r, JobSpec& s) {
   s.worker_image = r.str("worker.image", "", true);
   s.worker_data = r.str("worker.data", "");
   s.worker_extra_args = r.strings("worker.extraArgs");
+  s.stop_grace_seconds = r.int32("worker.stopGracePeriodSeconds", 20, 1);
+  if (s.stop_grace_seconds > kMaxStopGraceSeconds)
+    r.fail("worker.stopGracePeriodSeconds",
+           "must be at most " + std::to_string(kMaxStopGraceSeconds) + " (one hour), got " +
+               std::to_string(s.stop_grace_seconds));
   if (s.worker_kind == WorkerKind::kFlotilla && s.worker_data.empty())
     r.fail("worker.data", "required for worker kind flotilla (a text file the pods can read)");
   if (s.worker_kind == WorkerKind::kMegatron) read_megatron(r, s.megatron);

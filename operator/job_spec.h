@@ -56,6 +56,9 @@ struct JobSpec {
   std::string worker_image;
   std::string worker_data;
   std::vector<std::string> worker_extra_args;
+  // How long the sidecar waits for stopped workers (a coordinated checkpoint; Megatron's save on
+  // SIGTERM) before SIGKILL; the pod's terminationGracePeriodSeconds leaves room for it.
+  int stop_grace_seconds = 20;
   MegatronSpec megatron;  // read only for worker kind megatron
   std::string checkpoint_path;
   std::int64_t checkpoint_interval_steps = 10;

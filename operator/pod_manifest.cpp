@@ -1,6 +1,13 @@
 #include "operator/pod_manifest.h"
 
+#include <algorithm>
+
 namespace flotilla::op {
+
+int termination_grace_seconds(const JobSpec& spec, const PodTemplate& tmpl) {
+  // The sidecar stops its workers within the job's stop grace, then reports and exits.
+  return std::max(tmpl.termination_grace_seconds, spec.stop_grace_seconds + kSidecarExitSeconds);
+}
 
 nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPlan& plan, const PodTemplate& tmpl) {
   using Json = nlohmann::json;
@@ -16,7 +23,7 @@ nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPl
       {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(pod.gpus)}}}}}};
   Json spec_json = {{"nodeName", pod.node},
                     {"restartPolicy", "Never"},
-                    {"terminationGracePeriodSeconds", tmpl.termination_grace_seconds},
+                    {"terminationGracePeriodSeconds", termination_grace_seconds(spec, tmpl)},
                     {"securityContext", {{"fsGroup", kWorkerImageGroup}, {"fsGroupChangePolicy", "OnRootMismatch"}}},
                     {"containers", Json::array()}};
   if (!tmpl.service_account.empty()) spec_json["serviceAccountName"] = tmpl.service_account;

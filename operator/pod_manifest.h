@@ -35,6 +35,11 @@ struct PodTemplate {
   std::string service_account;
 };
 
+// Kubernetes SIGKILLs a deleted pod after terminationGracePeriodSeconds: the template's, or the
+// job's stop grace plus kSidecarExitSeconds for the sidecar's last report, whichever is longer.
+inline constexpr int kSidecarExitSeconds = 10;
+int termination_grace_seconds(const JobSpec& spec, const PodTemplate& tmpl);
+
 nlohmann::json pod_manifest(const JobSpec& spec, const PlanPod& pod, const PodPlan& plan, const PodTemplate& tmpl);
 
 }  // namespace flotilla::op

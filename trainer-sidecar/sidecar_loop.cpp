@@ -232,7 +232,8 @@ class Sidecar {
       case ActionKind::kSpawnWorkers: return spawn_workers();
       case ActionKind::kStopWorkers:
         event("stop_workers");
-        workers_.stop(kStopGrace);
+        workers_.stop(plan_ && plan_->stop_grace_seconds ? std::chrono::seconds(*plan_->stop_grace_seconds)
+                                                         : kStopGrace);
         return;
       case ActionKind::kReport: return publish_report(true);
       case ActionKind::kScheduleRestart:

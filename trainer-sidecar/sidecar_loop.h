@@ -13,7 +13,7 @@
 // Guarantees: run_sidecar() returns the process exit code: 0 on Succeeded or after SIGTERM once
 //   the workers stopped, 1 after the last local restart failed, 2 on a bad start (no API
 //   server, no pod). Nothing waits unbounded: the rendezvous wait ends at
-//   --rendezvous-timeout-s (Degraded), workers ignoring SIGTERM are SIGKILLed after 20 s.
+//   --rendezvous-timeout-s (Degraded), workers ignoring SIGTERM are SIGKILLed after the plan's stopGraceSeconds (20 s unless set).
 //   Each event of the protocol is appended to <work-dir>/sidecar-events.jsonl with its wall
 //   time (what bench_rescale_loop reads).
 // Assumes: one sidecar per pod; the checkpoint dir and data are visible to every pod of a job.

@@ -37,8 +37,9 @@ TEST(PodPlan, RoundTripsEveryField) {
   EXPECT_EQ(flotilla::encode_pod_plan(back), flotilla::encode_pod_plan(p));
 }
 
-// maxLocalRestarts is optional (an older operator's plan has none: the sidecar's flag holds).
-TEST(PodPlan, MaxLocalRestartsIsOptionalAndNotNegative) {
+// maxLocalRestarts and stopGraceSeconds are optional (an older operator's plan has neither:
+// the sidecar's own flag and default hold).
+TEST(PodPlan, LocalRestartsAndStopGraceAreOptionalAndBounded) {
   auto p = sample_plan();
   EXPECT_FALSE(ok(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))).max_local_restarts);
   p.max_local_restarts = 0;
@@ -46,6 +47,12 @@ TEST(PodPlan, MaxLocalRestartsIsOptionalAndNotNegative) {
   p.max_local_restarts = -1;
   EXPECT_EQ(error_of(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))),
             "flotilla.io/plan: maxLocalRestarts must be at least 0");
+  p.max_local_restarts.reset();
+  p.stop_grace_seconds = 300;
+  EXPECT_EQ(ok(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))).stop_grace_seconds, 300);
+  p.stop_grace_seconds = 0;
+  EXPECT_EQ(error_of(flotilla::parse_pod_plan(flotilla::encode_pod_plan(p))),
+            "flotilla.io/plan: stopGraceSeconds must be at least 1");
 }
 
 TEST(PodPlan, MalformedPlansAreRefusedNamingTheField) {

@@ -90,6 +90,7 @@ TEST_F(TrainingJobCrd, DefaultsFillWhatTheManifestLeavesOut) {
   EXPECT_EQ(spec["objective"], "throughput");
   EXPECT_EQ(spec["priority"], 0);
   EXPECT_EQ(spec["backoffLimit"], 3);
+  EXPECT_EQ(spec["worker"]["stopGracePeriodSeconds"], 20);
   EXPECT_EQ(spec["seed"], 1234);
 }
 

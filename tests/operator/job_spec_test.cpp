@@ -29,6 +29,7 @@ TEST(JobSpec, ReadsEveryFieldWithDefaults) {
   EXPECT_EQ(s.benefit_threshold, 0.6);
   EXPECT_EQ(s.priority, 3);
   EXPECT_EQ(s.backoff_limit, 3);  // the CRD's default
+  EXPECT_EQ(s.stop_grace_seconds, 20);  // the CRD's default
   EXPECT_EQ(s.max_gpus, 8);
   EXPECT_EQ(s.min_gpus, 1);
   EXPECT_EQ(s.gpu_types, std::vector<std::string>{"A100-80"});
@@ -67,6 +68,10 @@ TEST(JobSpec, BadFieldsNameTheirPath) {
             "spec.elasticity.mode: must be strict, relaxed or off, got 'loose'");
   EXPECT_EQ(error_of(job_object(R"({"backoffLimit": -1})")), "spec.backoffLimit: must be at least 0, got -1");
   EXPECT_EQ(error_of(job_object(R"({"backoffLimit": 0})")), "");
+  EXPECT_EQ(error_of(job_object(R"({"worker": {"stopGracePeriodSeconds": 0}})")),
+            "spec.worker.stopGracePeriodSeconds: must be at least 1, got 0");
+  EXPECT_EQ(error_of(job_object(R"({"worker": {"stopGracePeriodSeconds": 7200}})")),
+            "spec.worker.stopGracePeriodSeconds: must be at most 3600 (one hour), got 7200");
   EXPECT_EQ(error_of(job_object(R"({"resources": {"minGPUs": 4, "maxGPUs": 2}})")),
             "spec.resources.maxGPUs: must be at least resources.minGPUs (4)");
   EXPECT_EQ(

@@ -53,3 +53,18 @@ TEST(PodManifest, RunsUnderTheConfiguredServiceAccount) {
   m = fo::pod_manifest(spec, pod, flotilla::PodPlan{}, tmpl);
   EXPECT_EQ(m["spec"]["serviceAccountName"], "flotilla-worker");
 }
+
+// Kubernetes SIGKILLs a deleted pod after terminationGracePeriodSeconds: it must outlast the
+// sidecar's wait for its stopped workers (spec.worker.stopGracePeriodSeconds) plus its last report.
+TEST(PodManifest, TerminationGraceOutlastsTheJobsStopGrace) {
+  fo::PlanPod pod{"demo-0", "node-a", "A100-80", 2, {0, 1}};
+  const auto grace = [&](const char* spec_json) {
+    return fo::pod_manifest(spec_of(job_object(spec_json)), pod, flotilla::PodPlan{}, fo::PodTemplate{})
+        .at("spec")
+        .at("terminationGracePeriodSeconds")
+        .get<int>();
+  };
+  EXPECT_EQ(grace("{}"), 30) << "20 s stop grace + 10 s is the template's 30 s";
+  EXPECT_EQ(grace(R"({"worker": {"stopGracePeriodSeconds": 300}})"), 310);
+  EXPECT_EQ(grace(R"({"worker": {"stopGracePeriodSeconds": 5}})"), 30) << "never below the template's";
+}
