@@ -415,6 +415,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     decisions_.erase(key);  // its table goes with the next pass if no other job shares it
     measured_.erase(key);
     barrier_lifted_at_s_.erase(key);
+    expectations_.forget(key);
     api_errors_.recovered("update trainingjobs/status of " + key);
     return kube::Action::await_change();  // its pods go with it (ownerReferences)
   }
@@ -443,6 +444,9 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   obs.now = now_rfc3339();
   {
     std::lock_guard lock(mu_);
+    // The pod cache has not seen this job's last creates or deletes yet: acting on it would
+    // take a just-created pod for missing (pod_expectations.h). Its watch event is near.
+    if (!expectations_.satisfied(key, obs.pods, now_s())) return kube::Action::requeue_after(std::chrono::milliseconds(100));
     // A decision made on another epoch than the status now says (the caches of jobs and pods
     // are separate watches) is not acted on: the next cluster pass decides again.
     const std::int64_t epoch = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
@@ -462,6 +466,12 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     observe_rescale(key, status, *actions.status);
   }
   apply(obs.spec, *job, actions);
+  {
+    std::vector<std::string> created;
+    for (const PodCreate& c : actions.create) created.push_back(c.pod.name);
+    std::lock_guard lock(mu_);
+    expectations_.expect(key, created, actions.remove, now_s());
+  }
   const std::string phase = actions.status ? actions.status->value("phase", "") : status.value("phase", "");
   if (phase == "Succeeded" || phase == "Failed") return kube::Action::await_change();
   if (actions.requeue_after_seconds && *actions.requeue_after_seconds < 5)  // a relaunch's backoff ends sooner

@@ -37,6 +37,7 @@
 #include "operator/measured_profile.h"
 #include "operator/job_table.h"
 #include "operator/metrics.h"
+#include "operator/pod_expectations.h"
 #include "operator/pod_manifest.h"
 #include "planner/gpu_catalog.h"
 #include "planner/network.h"
@@ -118,7 +119,8 @@ class Operator {
   planner::ClusterSpec pass_capacity_;        // of the pass running now
   std::set<std::string> pass_tables_used_;    // keys the pass running now asked for
   std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
-  std::map<std::string, double> barrier_lifted_at_s_;  // key -> when its barrier lifted
+  std::map<std::string, double> barrier_lifted_at_s_;
+  PodExpectations expectations_;  // pods created/deleted and not yet seen in the pod cache  // key -> when its barrier lifted
   struct MeasuredCompute {
     std::int64_t epoch = 0;        // the plan epoch being measured
     std::int64_t first_step = -1;  // the lowest step reported under it (warm-up counts from it)
