@@ -190,11 +190,24 @@ TEST_F(EmulatedWorker, FewerLayersOnTheSlowGpuBeatAnEvenSplitAsPredicted) {
               partition_of(even).c_str(), predicted_even.iter_seconds, measured_even, measured_even / measured_planned,
               predicted_even.iter_seconds / predicted_planned.iter_seconds);
   EXPECT_LT(measured_planned * 1.25, measured_even) << "the uneven split is not measurably faster";
-  // The padding makes the emulated time a floor; the CPU's real work and the TCP hops add a
-  // little on top (more on a loaded 2-core machine), never less.
-  EXPECT_GT(measured_planned, 0.97 * predicted_planned.iter_seconds);
+  // The padding makes the emulated compute a floor: no schedule beats m micro-batches of the
+  // slowest stage's forward + backward (the CPU's real work and the TCP hops add on top, more on
+  // a loaded 2-core machine).
+  const auto slowest_cycle_s = [](const Evaluation& e) {
+    double s = 0;
+    for (const auto& stage : e.stages) s = std::max(s, stage.timing.forward_s + stage.timing.backward_s);
+    return s;
+  };
+  constexpr int kMicroBatches = 8;  // global batch 8, micro-batch 1
+  EXPECT_GT(measured_planned, 0.99 * kMicroBatches * slowest_cycle_s(predicted_planned));
+  EXPECT_GT(measured_even, 0.99 * kMicroBatches * slowest_cycle_s(predicted_even));
+  // The time model's fill + (m - 1) x straggler charges the other stage's forward + backward of
+  // one micro-batch in full; with the slow stage first, 1F1B hides part of it behind the next
+  // step (measured on a quiet machine: 0.714 s against 0.739 s predicted, -3.4 %), so the
+  // prediction may be up to 5 % above what runs.
+  EXPECT_GT(measured_planned, 0.95 * predicted_planned.iter_seconds);
   EXPECT_LT(measured_planned, 1.25 * predicted_planned.iter_seconds);
-  EXPECT_GT(measured_even, 0.97 * predicted_even.iter_seconds);
+  EXPECT_GT(measured_even, 0.95 * predicted_even.iter_seconds);
   EXPECT_LT(measured_even, 1.25 * predicted_even.iter_seconds);
 }
 
