@@ -3,18 +3,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/exponential_backoff.h"
 #include "kube/clock.h"
 
 namespace flotilla::op {
 namespace {
 
 using Json = nlohmann::json;
-
-std::int64_t backoff_seconds(const BackoffPolicy& policy, int failure) {
-  std::int64_t d = policy.base_seconds;
-  for (int i = 1; i < failure && d < policy.max_seconds; ++i) d *= 2;
-  return std::min(d, policy.max_seconds);
-}
 
 std::string plus_seconds(const std::string& now, std::int64_t seconds) {
   kube::Clock::wall_time_point t;
@@ -55,7 +50,7 @@ FailureVerdict judge_failure(const FailureStreak& before, std::int64_t mark_now,
   v.streak.last_message = message;
   v.give_up = v.streak.consecutive > policy.backoff_limit;
   if (!v.give_up) {
-    v.backoff_seconds = backoff_seconds(policy, v.streak.consecutive);
+    v.backoff_seconds = exponential_backoff(policy.base_seconds, policy.max_seconds, v.streak.consecutive);
     v.streak.restart_after = plus_seconds(now, v.backoff_seconds);
   }
   return v;

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/split_words.h"
 #include "kube/config.h"
 #include "kube/leader_election.h"
 #include "kube/net/http_server.h"
@@ -82,13 +83,6 @@ bool split_addr(const std::string& addr, std::string& host, int& port) {
     return false;
   }
   return port >= 0 && port <= 65535;
-}
-
-std::vector<std::string> split_words(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
 }
 
 std::unique_ptr<flotilla::kube::net::HttpServer> serve(const std::string& addr, flotilla::kube::net::Handler handler,

@@ -1,7 +1,8 @@
 #include "operator/megatron_launch.h"
 
 #include <algorithm>
-#include <sstream>
+
+#include "common/split_words.h"
 
 namespace flotilla::op {
 namespace {
@@ -39,14 +40,6 @@ std::string check_extra_args(const std::vector<std::string>& extra, const std::v
   return "";
 }
 
-// "0.3 /d/a 0.7 /d/b" -> its whitespace-separated words (Megatron's --data-path blend).
-std::vector<std::string> words(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
 }  // namespace
 
 launch::MegatronOptions megatron_options(const JobSpec& spec) {
@@ -57,7 +50,7 @@ launch::MegatronOptions megatron_options(const JobSpec& spec) {
   o.save_interval_steps = static_cast<int>(std::min<std::int64_t>(spec.checkpoint_interval_steps, 1 << 30));
   o.train_steps = static_cast<int>(std::min<std::int64_t>(spec.train_steps, 1 << 30));
   o.learning_rate = spec.megatron.learning_rate;
-  o.data_path = words(spec.worker_data);
+  o.data_path = split_words(spec.worker_data);  // a prefix, or a blend "0.3 /d/a 0.7 /d/b"
   o.tokenizer_type = spec.megatron.tokenizer_type;
   o.tokenizer_model = spec.megatron.tokenizer_model;
   return o;

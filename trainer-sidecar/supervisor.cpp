@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/exponential_backoff.h"
+
 namespace flotilla::sidecar {
 namespace {
 
@@ -54,9 +56,7 @@ SupervisorStep on_plan(SupervisorState s, const Input& in) {
 }
 
 std::int64_t backoff_ms(const SupervisorConfig& c, int restart) {
-  std::int64_t d = c.backoff_base_ms;
-  for (int i = 1; i < restart && d < c.backoff_max_ms; ++i) d *= 2;
-  return std::min(d, c.backoff_max_ms);
+  return exponential_backoff(c.backoff_base_ms, c.backoff_max_ms, restart);
 }
 
 SupervisorStep on_failure(SupervisorState s, const Input& in, const SupervisorConfig& c) {
