@@ -108,26 +108,18 @@ void DemoObserver::fold_job(const Json& j, double t) {
 
   // Every decision the status still lists, not only the newest: a decision replaced within one
   // poll interval (a preemption, then the next pass's refused scale-up) is still seen.
-  for (const Json& decision : op::recent_decisions(status)) fold_decision(name, decision, t);
+  for (const op::ScalingDecision& decision : op::recent_decisions(status)) fold_decision(name, decision, t);
 }
 
-void DemoObserver::fold_decision(const std::string& name, const Json& last, double t) {
+void DemoObserver::fold_decision(const std::string& name, const op::ScalingDecision& decision, double t) {
+  for (const DecisionRecord& r : decisions_)
+    if (r.job == name && r.action == decision.action && r.reason == decision.reason && r.epoch == decision.epoch &&
+        r.time == decision.time)
+      return;
   DecisionRecord d;
+  static_cast<op::ScalingDecision&>(d) = decision;
   d.t_s = t;
   d.job = name;
-  d.action = last.value("action", "");
-  d.reason = last.value("reason", "");
-  d.epoch = last.value("epoch", std::int64_t{0});
-  d.time = last.value("time", "");
-  d.has_benefit = last.contains("probability");
-  d.arrival_rate_per_s = last.value("arrivalRatePerSecond", 0.0);
-  d.speedup = last.value("speedup", 0.0);
-  d.overhead_s = last.value("overheadSeconds", 0.0);
-  d.required_idle_s = last.value("requiredIdleSeconds", 0.0);
-  d.probability = last.value("probability", 0.0);
-  d.threshold = last.value("threshold", 0.0);
-  for (const DecisionRecord& r : decisions_)
-    if (r.job == name && r.action == d.action && r.reason == d.reason && r.epoch == d.epoch && r.time == d.time) return;
   decisions_.push_back(d);
   note(name + ": " + d.reason);
 }

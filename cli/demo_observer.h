@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/client.h"
+#include "operator/decision_history.h"
 
 namespace flotilla::cli {
 
@@ -36,13 +37,11 @@ struct JobSample {
   double predicted_tokens_per_s = 0;
 };
 
-struct DecisionRecord {
+// A decision as the status listed it (op::ScalingDecision, the operator's own record), with
+// the job and the poll that first saw it.
+struct DecisionRecord : op::ScalingDecision {
   double t_s = 0;
-  std::string job, action, reason;
-  std::int64_t epoch = 0;
-  std::string time;  // the operator's RFC 3339 time of the decision
-  bool has_benefit = false;
-  double arrival_rate_per_s = 0, speedup = 0, overhead_s = 0, required_idle_s = 0, probability = 0, threshold = 0;
+  std::string job;
 };
 
 struct StageRecord {
@@ -92,7 +91,7 @@ class DemoObserver {
 
  private:
   void fold_job(const nlohmann::json& job, double t);
-  void fold_decision(const std::string& job, const nlohmann::json& decision, double t);
+  void fold_decision(const std::string& job, const op::ScalingDecision& decision, double t);
 
   std::shared_ptr<kube::Client> client_;
   std::chrono::steady_clock::time_point start_;

@@ -30,16 +30,17 @@ bool report_is(const PodObservation* p, std::int64_t epoch, std::initializer_lis
 }
 
 void write_decision(Json& status, const scaler::AllocatorDecision& d, std::int64_t epoch, const std::string& now) {
-  Json last = {{"action", scaler::to_string(d.action)}, {"reason", d.reason}, {"time", now}, {"epoch", epoch}};
+  ScalingDecision entry{.action = scaler::to_string(d.action), .reason = d.reason, .epoch = epoch, .time = now};
   if (d.benefit) {
-    last["arrivalRatePerSecond"] = d.benefit->arrival_rate_per_s;
-    last["speedup"] = d.benefit->speedup;
-    last["overheadSeconds"] = d.benefit->overhead_s;
-    last["requiredIdleSeconds"] = std::isfinite(d.benefit->required_idle_s) ? d.benefit->required_idle_s : -1.0;
-    last["probability"] = d.benefit->probability;
-    last["threshold"] = d.benefit->threshold_probability;
+    entry.has_benefit = true;
+    entry.arrival_rate_per_s = d.benefit->arrival_rate_per_s;
+    entry.speedup = d.benefit->speedup;
+    entry.overhead_s = d.benefit->overhead_s;
+    entry.required_idle_s = d.benefit->required_idle_s;
+    entry.probability = d.benefit->probability;
+    entry.threshold = d.benefit->threshold_probability;
   }
-  record_decision(status, last);
+  record_decision(status, entry);
 }
 
 // Progress from the pods' reports for the current epoch (or any epoch, for the step).

@@ -314,10 +314,10 @@ TEST(JobReconciler, ARefusedScaleUpIsWrittenToStatusWithItsInputsOnce) {
   for (const auto& e : a.events) again = again || e.reason == "BenefitCheckRefused";
   EXPECT_FALSE(again) << "written once per change, not on every reconcile";
   // The admission it replaced in lastDecision is still in the history, oldest first.
-  const std::vector<nlohmann::json> recent = fo::recent_decisions(h.obs.status);
+  const std::vector<fo::ScalingDecision> recent = fo::recent_decisions(h.obs.status);
   ASSERT_EQ(recent.size(), 2u);
-  EXPECT_EQ(recent[0].value("action", ""), "admit");
-  EXPECT_EQ(recent[1].value("action", ""), "keep");
+  EXPECT_EQ(recent[0].action, "admit");
+  EXPECT_EQ(recent[1].action, "keep");
 }
 
 namespace {
