@@ -2,6 +2,9 @@
 
 #include <limits>
 
+#include "common/reference_models.h"
+#include "planner/model_spec.h"
+
 namespace flotilla::op {
 namespace {
 
@@ -138,6 +141,43 @@ void read_worker(SpecReader& r, JobSpec& s) {
   if (s.worker_kind == WorkerKind::kMegatron) read_megatron(r, s.megatron);
 }
 
+std::string reference_model_names() {
+  std::string names;
+  for (const ReferenceModelShape& m : kReferenceModels) names += (names.empty() ? "" : ", ") + std::string(m.name);
+  return names;
+}
+
+std::string planner_preset_names() {
+  std::string names;
+  for (const planner::ModelSpec& m : planner::model_presets()) names += (names.empty() ? "" : ", ") + m.name;
+  return names;
+}
+
+// What the pods can train: the reference worker knows only its own models, by their exact name
+// (worker/model/config.cpp), so any other model would fail at launch, relaunch after backoff and
+// end BackoffLimitExceeded; Megatron-LM trains any planner preset or an inline modelSpec. Either
+// way a name the planner does not know is refused here, where the user's field can be named.
+void check_model(SpecReader& r, const JobSpec& s) {
+  if (!r.error().empty()) return;
+  if (s.worker_kind == WorkerKind::kFlotilla) {
+    if (s.model_spec) {
+      r.fail("modelSpec", "worker kind flotilla trains only the reference worker's models (" + reference_model_names() +
+                              "); an inline model needs worker.kind megatron");
+      return;
+    }
+    for (const ReferenceModelShape& m : kReferenceModels)
+      if (m.name == s.model) return;
+    const auto preset = planner::find_preset(s.model);
+    r.fail("model", "worker kind flotilla trains the reference worker's models (" + reference_model_names() +
+                        "), not '" + s.model + "'" +
+                        (preset ? "; " + preset->name + " runs with worker.kind megatron" : std::string()));
+    return;
+  }
+  if (!s.model_spec && !planner::find_preset(s.model))
+    r.fail("model", "unknown model '" + s.model + "': name a planner preset (" + planner_preset_names() +
+                        ") or describe it in spec.modelSpec");
+}
+
 void read_policy(SpecReader& r, JobSpec& s, const PolicyDefaults& d) {
   s.gpu_types = r.strings("resources.gpuTypes");
   s.min_gpus = r.int32("resources.minGPUs", 1, 1);
@@ -197,6 +237,7 @@ std::variant<JobSpec, std::string> parse_job_spec(const Json& object, const Poli
   s.train_steps = r.integer("trainSteps", 0, 1, true);
   s.seed = r.integer("seed", 1234, 0);
   read_worker(r, s);
+  check_model(r, s);
   s.checkpoint_path = r.str("checkpoint.path", "", true);
   if (r.error().empty() && (s.checkpoint_path.empty() || s.checkpoint_path[0] != '/'))
     r.fail("checkpoint.path", "must be an absolute path, got '" + s.checkpoint_path + "'");

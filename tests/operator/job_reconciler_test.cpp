@@ -223,7 +223,8 @@ TEST(JobReconciler, ANewPodWaitsForItsNodeToHaveTheGpusFree) {
 
 TEST(JobReconciler, AModelThatFitsNowhereSaysWhyAndCreatesNothing) {
   Harness h;
-  h.obs.spec = spec_of(job_object(R"({"model": "llama-2-70b"})"));
+  h.obs.spec = spec_of(job_object(
+      R"({"model": "llama-2-70b", "worker": {"kind": "megatron", "megatron": {"script": "/m/pretrain_gpt.py"}}})"));
   h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
   const auto a = h.step();
   ASSERT_TRUE(a.status);

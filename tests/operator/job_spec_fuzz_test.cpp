@@ -63,5 +63,8 @@ TEST(JobSpecFuzz, ThreeThousandMutantsAreRefusedWithAFieldPathOrPlannedWithoutAC
   EXPECT_GT(refused, 300);
   EXPECT_GT(planned, 300);
   EXPECT_GT(unplaceable, 10);
-  EXPECT_LT(slowest_s, 10.0) << "one spec took the operator's planning path this long";
+  // A hang, not a slow absurd model, is what this catches: the slowest mutant is a 30,000-layer
+  // (the search's limit), 1 M-token Megatron model whose every search builds 30,000-block tables
+  // before finding that its embedding alone fits no GPU (about 6 s on an idle 2-core machine).
+  EXPECT_LT(slowest_s, 30.0) << "one spec took the operator's planning path this long";
 }

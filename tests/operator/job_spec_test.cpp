@@ -77,6 +77,26 @@ TEST(JobSpec, BadFieldsNameTheirPath) {
   EXPECT_EQ(
       error_of(job_object(R"({"modelSpec": {"numLayers": 2, "hidden": 30, "heads": 4, "vocabSize": 9, "seqLen": 8}})")),
       "spec.modelSpec.heads: must divide modelSpec.hidden");
+  // The model is refused where the field can be named, not at launch: the reference worker
+  // knows its own models by their exact name, Megatron-LM any planner preset or modelSpec.
+  EXPECT_EQ(error_of(job_object(R"({"model": "gpt-17"})")),
+            "spec.model: worker kind flotilla trains the reference worker's models (tiny, small, gpt-125m), not "
+            "'gpt-17'");
+  EXPECT_EQ(error_of(job_object(R"({"model": "llama-3-8b"})")),
+            "spec.model: worker kind flotilla trains the reference worker's models (tiny, small, gpt-125m), not "
+            "'llama-3-8b'; Llama-3-8B runs with worker.kind megatron");
+  EXPECT_EQ(error_of(job_object(R"({"model": "mine", "modelSpec": {"numLayers": 2, "hidden": 32, "heads": 4, )"
+                                R"("vocabSize": 9, "seqLen": 8}})")),
+            "spec.modelSpec: worker kind flotilla trains only the reference worker's models (tiny, small, "
+            "gpt-125m); an inline model needs worker.kind megatron");
+  const std::string megatron = R"("worker": {"kind": "megatron", "megatron": {"script": "/m/pretrain_gpt.py"}})";
+  const std::string unknown = error_of(job_object(R"({"model": "gpt-17", )" + megatron + "}"));
+  EXPECT_EQ(unknown.rfind("spec.model: unknown model 'gpt-17': name a planner preset (", 0), 0u) << unknown;
+  EXPECT_NE(unknown.find("Llama-3-8B"), std::string::npos) << "the presets are listed: " << unknown;
+  EXPECT_EQ(error_of(job_object(R"({"model": "llama-3-8b", )" + megatron + "}")), "");
+  EXPECT_EQ(error_of(job_object(R"({"model": "mine", "modelSpec": {"numLayers": 2, "hidden": 32, "heads": 4, )"
+                                R"("vocabSize": 9, "seqLen": 8}, )" + megatron + "}")),
+            "");
   nlohmann::json no_spec = job_object();
   no_spec.erase("spec");
   EXPECT_EQ(error_of(no_spec), "spec: required");

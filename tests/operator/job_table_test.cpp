@@ -42,9 +42,11 @@ TEST(JobTableKey, IgnoresWhatThePlanDoesNotReadAndNamesWhatItDoes) {
   EXPECT_NE(fo::job_table_key(spec_of(job_object(megatron + R"("extraArgs": ["--save=/x"]}})"))),
             fo::job_table_key(spec_of(job_object(megatron + R"("extraArgs": []}})"))));
   const std::string inline_a = fo::job_table_key(spec_of(job_object(
-      R"({"model": "mine", "modelSpec": {"numLayers": 4, "hidden": 64, "heads": 4, "vocabSize": 256, "seqLen": 32}})")));
+      R"({"model": "mine", "modelSpec": {"numLayers": 4, "hidden": 64, "heads": 4, "vocabSize": 256, "seqLen": 32}, )"
+      R"("worker": {"kind": "megatron", "megatron": {"script": "/m/pretrain_gpt.py"}}})")));
   const std::string inline_b = fo::job_table_key(spec_of(job_object(
-      R"({"model": "mine", "modelSpec": {"numLayers": 6, "hidden": 64, "heads": 4, "vocabSize": 256, "seqLen": 32}})")));
+      R"({"model": "mine", "modelSpec": {"numLayers": 6, "hidden": 64, "heads": 4, "vocabSize": 256, "seqLen": 32}, )"
+      R"("worker": {"kind": "megatron", "megatron": {"script": "/m/pretrain_gpt.py"}}})")));
   EXPECT_NE(inline_a, inline_b);
 }
 

@@ -91,12 +91,16 @@ class ManifestMutator {
       case 0:  // delete
         if (job.contains(path)) job[path.parent_pointer()].erase(path.back());
         return;
-      case 1:  // an inline model, sometimes absurd
+      case 1:  // an inline model, sometimes absurd, for Megatron-LM (the reference worker trains only its own)
         job["spec"]["modelSpec"] = {{"numLayers", pick<std::int64_t>({1, 2, 4, 96, 30000, 0, -3})},
                                     {"hidden", pick<std::int64_t>({64, 100, 12288, 1, 1 << 30})},
                                     {"heads", pick<std::int64_t>({1, 3, 8, 96, 0})},
                                     {"vocabSize", pick<std::int64_t>({256, 50257, 1})},
                                     {"seqLen", pick<std::int64_t>({16, 2048, 1 << 20})}};
+        if (job["spec"]["worker"].is_object()) {
+          job["spec"]["worker"]["kind"] = "megatron";
+          job["spec"]["worker"]["megatron"] = {{"script", "/opt/megatron-lm/pretrain_gpt.py"}};
+        }
         return;
       case 2:  // an unknown field
         job[path.parent_pointer().empty() ? path : path.parent_pointer()]["fuzzExtra" + std::to_string(below(9))] =
