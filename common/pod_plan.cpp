@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 namespace flotilla {
 namespace {
 
@@ -98,6 +100,24 @@ std::string encode_pod_plan(const PodPlan& p) {
   if (p.max_local_restarts) j["maxLocalRestarts"] = *p.max_local_restarts;
   if (p.stop_grace_seconds) j["stopGraceSeconds"] = *p.stop_grace_seconds;
   return j.dump();
+}
+
+std::vector<std::string> launch_differences(const PodPlan& launched, const PodPlan& wanted) {
+  PodPlan aligned = wanted;
+  aligned.epoch = launched.epoch;
+  aligned.barrier = launched.barrier;
+  const Json was = Json::parse(encode_pod_plan(launched));
+  const Json now = Json::parse(encode_pod_plan(aligned));
+  std::set<std::string> keys;
+  for (const auto& [key, value] : now.items()) keys.insert(key);
+  for (const auto& [key, value] : was.items()) keys.insert(key);
+  const auto shown = [](const Json& plan, const std::string& key) {
+    return plan.contains(key) ? plan[key].dump() : std::string("(unset)");
+  };
+  std::vector<std::string> out;
+  for (const std::string& key : keys)
+    if (shown(was, key) != shown(now, key)) out.push_back(key + ": " + shown(was, key) + " -> " + shown(now, key));
+  return out;
 }
 
 // A torchrun agent runs `ranks.size()` consecutive ranks starting at a multiple of it, and

@@ -1,6 +1,7 @@
 #include "operator/job_reconciler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -57,7 +58,9 @@ void fold_progress(const JobObservation& job, Json& status) {
       // but measured no loss or speed: tokens/s > 0 marks a measured step.
       if (r.tokens_per_second > 0) {
         progress["loss"] = r.loss;
-        progress["tokensPerSecond"] = r.tokens_per_second;
+        // One decimal: `kubectl get tj` prints a number column with every digit it has
+        // (2560.739170165164), and a tenth of a token per second is below the measurement's noise.
+        progress["tokensPerSecond"] = std::round(r.tokens_per_second * 10) / 10;
       }
     }
     checkpoint = std::max(checkpoint, r.last_checkpoint_step);
@@ -120,12 +123,15 @@ void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
     wanted.insert(pod.name);
     const PodPlan pp = pod_plan_for(c.job.spec, plan, pod, barrier);
     const PodObservation* existing = find_pod(c.job, pod.name);
-    if (existing != nullptr && !existing->deleting && live(*existing, *c.job.cluster))
+    // A pod that ended (Failed, or Succeeded under an earlier epoch: its sidecar has exited and
+    // reads no new plan) is deleted and replaced by converge() once gone.
+    const bool ended = existing != nullptr && (existing->phase == "Failed" || existing->phase == "Succeeded");
+    if (existing != nullptr && !existing->deleting && !ended && live(*existing, *c.job.cluster))
       c.actions.annotate.emplace_back(pod.name, pp);
     else if (existing == nullptr && room.take(pod))
       c.actions.create.push_back({pod, pp});
-    else if (existing != nullptr && !existing->deleting && existing->phase == "Failed")
-      c.actions.remove.push_back(pod.name);  // a failed pod of the same name: replaced once gone
+    else if (existing != nullptr && !existing->deleting && ended)
+      c.actions.remove.push_back(pod.name);
   }
   for (const PodObservation& p : c.job.pods)
     if (!wanted.count(p.name) && !p.deleting) c.actions.remove.push_back(p.name);
@@ -223,6 +229,24 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
       c.actions.remove.push_back(p.name);
 }
 
+// What a spec changed since the plan's workers were launched (trainSteps, data, seed, ...), as
+// "trainSteps: 500 -> 900", from the first pod of this epoch whose plan annotation differs from
+// what the spec now gives; empty when none does. Workers read these only at launch, so a change
+// means a new epoch; pods of an older epoch (mid-rescale) are compared once re-annotated.
+std::string launch_change(const Context& c, const JobPlan& plan) {
+  for (const PlanPod& pod : plan.pods) {
+    const PodObservation* p = find_pod(c.job, pod.name);
+    if (p == nullptr || p->deleting || !p->plan || p->plan->epoch != plan.epoch) continue;
+    const std::vector<std::string> diff =
+        launch_differences(*p->plan, pod_plan_for(c.job.spec, plan, pod, p->plan->barrier));
+    if (diff.empty()) continue;
+    std::string out;
+    for (const std::string& d : diff) out += (out.empty() ? "" : ", ") + d;
+    return out;
+  }
+  return "";
+}
+
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   const JobObservation& job = c.job;
   // Lost pods, a changed target, or a pod that failed: a new epoch.
@@ -251,6 +275,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       gave_up = std::max(gave_up, p->report->restarts);
     }
   }
+  const std::string changed = launch_change(c, plan);
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
   // A world in one pod restarts locally up to spec.backoffLimit times (its pod plan's
   // maxLocalRestarts) before its sidecar gives up; with a limit of 0 there is no local restart
@@ -273,7 +298,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   const bool resize = d != nullptr &&
                       (d->action == scaler::AllocAction::kGrow || d->action == scaler::AllocAction::kShrink) &&
                       d->target_gpus != plan.gpus;
-  if (lost > 0 || failed || resize) {
+  if (lost > 0 || failed || resize || !changed.empty()) {
     std::int64_t backoff_s = 0;
     if ((failed || !pod_failure.empty()) && !node_lost) {
       const BackoffPolicy policy{job.spec.backoff_limit};
@@ -285,9 +310,10 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     }
     const std::string why = lost > 0 ? "lost " + std::to_string(lost) + " GPUs"
                             : failed ? "a worker failed: " + failure
-                                     : d->reason;
-    if (d != nullptr) write_decision(c.status, *d, plan.epoch + 1, job.now);
-    const int max_gpus = lost > 0 ? std::min(target, plan.gpus - lost) : (failed && !resize ? plan.gpus : target);
+                            : resize ? d->reason
+                                     : "the spec changed what the workers run (" + changed + ")";
+    if (d != nullptr && (lost > 0 || failed || resize)) write_decision(c.status, *d, plan.epoch + 1, job.now);
+    const int max_gpus = lost > 0 ? std::min(target, plan.gpus - lost) : (resize ? target : plan.gpus);
     if (max_gpus <= 0 || !plan_and_act(c, plan, max_gpus, plan.epoch + 1, true, why)) {
       if (lost > 0 || failed) {  // cannot run on what is left: back to the queue
         phase(c, "Pending");
@@ -300,7 +326,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       return;
     }
     phase(c, "Rescaling");
-    const std::string reason = lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : d->reason_code;
+    const std::string reason = lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : resize ? d->reason_code : "SpecChanged";
     condition(c, "Rescaling", true, reason,
               backoff_s > 0 ? why + " (relaunch in " + std::to_string(backoff_s) + " s)" : why);
     event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
@@ -327,10 +353,14 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   }
   if (all_done) {
     phase(c, "Succeeded");
-    condition(c, "Complete", true, "TrainStepsReached", "trained " + std::to_string(job.spec.train_steps) + " steps");
+    // The step reached, not spec.trainSteps: a spec changed since the workers' launch is
+    // relaunched above, but a trainSteps lowered below the checkpoint ends there.
+    const std::string trained =
+        "trained " + std::to_string(c.status["progress"].value("step", std::int64_t{0})) + " steps";
+    condition(c, "Complete", true, "TrainStepsReached", trained);
     condition(c, "Running", false, "Complete", "");
     condition(c, "Rescaling", false, "Complete", "");
-    event(c, "Normal", "Complete", "trained " + std::to_string(job.spec.train_steps) + " steps");
+    event(c, "Normal", "Complete", trained);
     return;
   }
   if (all_running) {
@@ -386,6 +416,33 @@ void start_again(Context& c) {
         "generation " + std::to_string(c.job.spec.generation) + " after the failure: starting again");
 }
 
+// A Succeeded job whose spec now asks for more steps than it trained (trainSteps raised after it
+// finished): it trains on from its checkpoint. Only a spec newer than the completion counts, so
+// a job that ended short of trainSteps for another reason is not started over and over.
+bool succeeded_short_of_train_steps(const Json& status, const JobSpec& spec) {
+  if (status.value("phase", "") != "Succeeded") return false;
+  const std::int64_t step = status.value("progress", Json::object()).value("step", std::int64_t{0});
+  if (step >= spec.train_steps) return false;
+  for (const Json& cond : status.value("conditions", Json::array()))
+    if (cond.value("type", "") == "Complete" && cond.value("status", "") == "True")
+      return cond.value("observedGeneration", std::int64_t{0}) < spec.generation;
+  return false;
+}
+
+void train_on(Context& c) {
+  const std::int64_t step = c.status["progress"].value("step", std::int64_t{0});
+  const std::string why = "spec.trainSteps " + std::to_string(c.job.spec.train_steps) +
+                          " is beyond the step the job finished at (" + std::to_string(step) +
+                          "): training on from its checkpoint";
+  phase(c, "Pending");
+  if (c.status.contains("plan")) {
+    c.status["plan"]["pods"] = Json::array();
+    c.status["plan"]["gpus"] = 0;
+  }
+  condition(c, "Complete", false, "SpecChanged", why);
+  event(c, "Normal", "SpecChanged", why);
+}
+
 }  // namespace
 
 void set_condition(Json& status, const std::string& type, bool value, const std::string& reason,
@@ -414,6 +471,7 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
   Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}};
   if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);
+  if (succeeded_short_of_train_steps(c.status, job.spec)) train_on(c);
   c.status["observedGeneration"] = job.spec.generation;
   const std::string current = c.status.value("phase", "");
   if (current == "Succeeded" || current == "Failed") {

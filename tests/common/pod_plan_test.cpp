@@ -55,6 +55,25 @@ TEST(PodPlan, LocalRestartsAndStopGraceAreOptionalAndBounded) {
             "flotilla.io/plan: stopGraceSeconds must be at least 1");
 }
 
+// What the operator relaunches on: any launch field, never the epoch or barrier alone.
+TEST(PodPlan, LaunchDifferencesNameEachChangedFieldButNotEpochOrBarrier) {
+  const auto launched = sample_plan();
+  auto wanted = launched;
+  wanted.epoch = launched.epoch + 1;
+  wanted.barrier = launched.epoch + 1;
+  EXPECT_TRUE(flotilla::launch_differences(launched, wanted).empty()) << "a new epoch alone is no launch change";
+  wanted.train_steps = launched.train_steps + 100;
+  wanted.data_path = "/data/other.txt";
+  wanted.stop_grace_seconds = 45;
+  const std::vector<std::string> diff = flotilla::launch_differences(launched, wanted);
+  ASSERT_EQ(diff.size(), 3u);
+  EXPECT_EQ(diff[0], "data: \"" + launched.data_path + "\" -> \"/data/other.txt\"");
+  EXPECT_EQ(diff[1], "stopGraceSeconds: (unset) -> 45");
+  EXPECT_EQ(diff[2], "trainSteps: " + std::to_string(launched.train_steps) + " -> " +
+                         std::to_string(launched.train_steps + 100));
+  EXPECT_EQ(flotilla::launch_differences(wanted, launched)[1], "stopGraceSeconds: 45 -> (unset)");
+}
+
 TEST(PodPlan, MalformedPlansAreRefusedNamingTheField) {
   EXPECT_EQ(error_of(flotilla::parse_pod_plan("{")), "flotilla.io/plan: not JSON");
   EXPECT_EQ(error_of(flotilla::parse_pod_plan("[1]")), "flotilla.io/plan: must be a JSON object");

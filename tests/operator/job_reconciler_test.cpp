@@ -132,9 +132,11 @@ TEST(JobReconciler, RunningAfterEveryPodReportsThenNodeLossShrinksBehindABarrier
   h.apply(h.step());
   EXPECT_EQ(h.phase(), "Pending");
   h.report(h.obs.pods[0], flotilla::PodState::kRunning, 1, 12);
+  h.obs.pods[0].report->tokens_per_second = 2560.739170165164;
   h.apply(h.step());
   EXPECT_EQ(h.phase(), "Running");
   EXPECT_EQ(h.obs.status["progress"].value("step", 0), 12);
+  EXPECT_EQ(h.obs.status["progress"]["tokensPerSecond"].dump(), "2560.7") << "kubectl's Tokens/s column prints it";
 
   // Scale-up to 4 under strict elasticity: D stays 1, so PP 4 over both nodes, epoch 2.
   h.obs.decision = decision(fs::AllocAction::kGrow, 4, "BenefitCheckPassed");
@@ -467,4 +469,90 @@ TEST(JobReconciler, AResumedOnlyReportGivesTheStepButNoLoss) {
   EXPECT_EQ(h.obs.status["progress"].value("step", 0), 100);
   EXPECT_EQ(h.obs.status["progress"].value("lastCheckpointStep", 0), 100);
   EXPECT_FALSE(h.obs.status["progress"].contains("loss"));
+}
+
+namespace {
+
+// The harness's job as a user re-applies it: the same spec with `extra` merged, one generation on.
+fo::JobSpec changed_spec(const std::string& extra, std::int64_t generation) {
+  nlohmann::json job = job_object(extra);
+  job["metadata"]["generation"] = generation;
+  return spec_of(job);
+}
+
+}  // namespace
+
+// Workers read trainSteps (and data, seed, ...) only at launch: a change to a running job is a
+// new epoch at the same size whose pods carry the new value, and the condition names the field.
+TEST(JobReconciler, ARunningJobWhoseTrainStepsChangeIsRelaunchedUnderANewEpoch) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kRunning, 1, 30);
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 1) << "an unchanged spec relaunches nothing";
+
+  h.obs.spec = changed_spec(R"({"trainSteps": 250})", 2);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_EQ(h.barrier(), 1) << "behind the barrier: the old workers stop (and checkpoint) first";
+  EXPECT_EQ(h.phase(), "Rescaling");
+  EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/SpecChanged");
+  EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 2) << "the same size";
+  bool names_field = false;
+  for (const auto& c : h.obs.status["conditions"])
+    names_field = names_field || c.value("message", "").find("trainSteps: 100 -> 250") != std::string::npos;
+  EXPECT_TRUE(names_field) << h.obs.status["conditions"].dump();
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  EXPECT_EQ(h.obs.pods[0].plan->train_steps, 250);
+  EXPECT_EQ(h.obs.pods[0].plan->epoch, 2);
+  // Under the new epoch nothing differs any more: no third epoch.
+  report_all(h, flotilla::PodState::kStopped, 2, 30);
+  h.apply(h.step());
+  EXPECT_EQ(h.barrier(), 2);
+  report_all(h, flotilla::PodState::kRunning, 2, 31);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_EQ(h.phase(), "Running");
+}
+
+// A finished job whose trainSteps is raised trains on: Pending, re-admitted, and its Completed
+// pods (whose sidecars have exited) replaced rather than re-annotated; Complete names the step.
+TEST(JobReconciler, ASucceededJobWhoseTrainStepsAreRaisedTrainsOn) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kSucceeded, 1, 100);
+  h.obs.pods[0].phase = "Succeeded";
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Succeeded");
+  bool says_step = false;
+  for (const auto& c : h.obs.status["conditions"])
+    says_step = says_step || (c.value("type", "") == "Complete" && c.value("message", "") == "trained 100 steps");
+  EXPECT_TRUE(says_step) << h.obs.status["conditions"].dump();
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Succeeded") << "nothing changed: it stays done";
+
+  h.obs.spec = changed_spec(R"({"trainSteps": 300})", 2);
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Pending");
+  EXPECT_EQ(condition(h.obs.status, "Complete"), "False/SpecChanged");
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 2);
+  ASSERT_EQ(a.remove.size(), 1u) << "the Completed pod of the same name goes";
+  EXPECT_TRUE(a.create.empty()) << "and is created again only once gone";
+  h.remove_deleted();
+  h.obs.decision.reset();
+  a = h.step();
+  h.apply(a);
+  ASSERT_EQ(a.create.size(), 1u);
+  EXPECT_EQ(a.create[0].plan.train_steps, 300);
+  EXPECT_EQ(a.create[0].plan.barrier, 2) << "nothing old runs: it starts at once";
 }

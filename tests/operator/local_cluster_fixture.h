@@ -101,15 +101,22 @@ class LocalCluster : public ::testing::Test {
     return flotilla::process::poll_until(pred, limit, 300ms);
   }
   // An uninterrupted run of the same job (model, data, seed, batch geometry, steps).
-  std::string reference_loss(int steps) {
-    const fs::path ref = dir_ / ("ref-" + std::to_string(steps));
+  std::string reference_loss(int steps) { return reference_loss(std::vector<int>{steps}); }
+  // The same job run to legs[0] steps, then resumed from its checkpoint to legs[1], ...: the
+  // worker's own resume, as a job whose trainSteps is raised after it finished should train.
+  std::string reference_loss(const std::vector<int>& legs) {
+    std::string tag;
+    for (int steps : legs) tag += "-" + std::to_string(steps);
+    const fs::path ref = dir_ / ("ref" + tag);
     fs::create_directories(ref);
-    auto r = run_command(bin("worker/flotilla-worker") +
-                         " run --world-size 1 --pp 1 --dp 1 --model small --global-batch 8 --micro-batch 1 "
-                         "--virtual-shards 8 --seed 1234 --steps " +
-                         std::to_string(steps) + " --data " + (dir_ / "data.txt").string() + " --checkpoint-dir " +
-                         (ref / "ckpt").string() + " --loss-log " + (ref / "loss.log").string());
-    EXPECT_EQ(r.exit_code, 0) << r.output;
+    for (int steps : legs) {
+      auto r = run_command(bin("worker/flotilla-worker") +
+                           " run --world-size 1 --pp 1 --dp 1 --model small --global-batch 8 --micro-batch 1 "
+                           "--virtual-shards 8 --seed 1234 --steps " +
+                           std::to_string(steps) + " --data " + (dir_ / "data.txt").string() + " --checkpoint-dir " +
+                           (ref / "ckpt").string() + " --loss-log " + (ref / "loss.log").string());
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+    }
     return slurp(ref / "loss.log");
   }
   // What `flotilla up` recorded: pids, start times, ports (cli/local_cluster.cpp).

@@ -29,6 +29,54 @@ TEST_F(LocalCluster, JobRunsFromApplyToSucceededWithEveryStepOnce) {
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), loss) << "the resumed run trained nothing again";
 }
 
+// Workers take trainSteps only at launch. Raised after the job finished, it trains on from the
+// checkpoint with the same bits as the worker resuming itself; changed while it runs, the job is
+// relaunched under a new epoch and ends at the new count with every step once.
+TEST_F(LocalCluster, ChangingTrainStepsExtendsAFinishedJobAndRelaunchesARunningOne) {
+  const auto set_train_steps = [&](int steps) {
+    auto r = kubectl("patch tj demo --type merge -p '{\"spec\":{\"trainSteps\":" + std::to_string(steps) + "}}'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  };
+  const auto succeeded_at = [&](const std::string& step) {
+    return field(".status.phase") == "Succeeded" && field(".status.progress.step") == step;
+  };
+  apply_job(40);
+  ASSERT_TRUE(wait_for([&] { return succeeded_at("40"); }, 90s)) << field(".status") << "\n" << events();
+  EXPECT_EQ(field(".status.conditions[?(@.type==\"Complete\")].message"), "trained 40 steps");
+
+  set_train_steps(80);
+  ASSERT_TRUE(wait_for([&] { return succeeded_at("80"); }, 90s)) << field(".status") << "\n" << events();
+  const std::string extended = slurp(dir_ / "ckpt/loss.log");
+  EXPECT_EQ(extended, reference_loss({40, 80})) << "not the worker's own resume from step 40";
+  EXPECT_EQ(field(".status.conditions[?(@.type==\"Complete\")].message"), "trained 80 steps");
+
+  // Lowered while it runs (to a count it may already have passed: these emulated GPUs train
+  // ~80 steps/s): relaunched, it stops at max(new count, the step of its stop checkpoint).
+  set_train_steps(100000);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Running" && std::atoi(field(".status.progress.step").c_str()) >= 100; },
+                       90s))
+      << field(".status") << "\n" << events();
+  const int epoch_before = std::atoi(field(".status.plan.epoch").c_str());
+  set_train_steps(120);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 90s)) << field(".status") << "\n" << events();
+  EXPECT_GT(std::atoi(field(".status.plan.epoch").c_str()), epoch_before) << "relaunched under a new epoch";
+  EXPECT_NE(events().find("trainSteps: 100000 -> 120"), std::string::npos) << events();
+  const int final_step = std::atoi(field(".status.progress.step").c_str());
+  EXPECT_GE(final_step, 120);
+  EXPECT_EQ(field(".status.conditions[?(@.type==\"Complete\")].message"),
+            "trained " + std::to_string(final_step) + " steps");
+  const std::string loss = slurp(dir_ / "ckpt/loss.log");
+  EXPECT_EQ(loss.substr(0, extended.size()), extended) << "the first 80 steps were rewritten";
+  std::istringstream lines(loss);
+  std::string line;
+  int expected_step = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(std::atoi(line.c_str()), expected_step) << "every step once, in order:\n" << loss;
+    ++expected_step;
+  }
+  EXPECT_EQ(expected_step, final_step);
+}
+
 // A data file that does not exist, on a world that spans two pods (so only the operator can
 // relaunch it): the relaunches back off 1, 2 and 4 s, the 4th failure in a row without a step
 // (spec.backoffLimit's default, 3) fails the job with the sidecar's line naming the file, and no
