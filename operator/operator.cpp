@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "kube/clock.h"
 #include "operator/job_reconciler.h"
@@ -521,6 +522,12 @@ void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& act
 
 void Operator::record_event(const Json& job, const std::string& type, const std::string& reason,
                             const std::string& message) {
+  // The operator's log tells the same story as `kubectl get events` (one line per decision), so
+  // `kubectl logs` of the operator explains it after the events have expired (1 h by default).
+  const Json& meta = job["metadata"];
+  std::fprintf(stderr, "flotilla-operator: %s/%s %s %s: %s\n", meta.value("namespace", "").c_str(),
+               meta.value("name", "").c_str(), type.c_str(), reason.c_str(), message.c_str());
+  std::fflush(stderr);
   auto r = events_.record(job, type, reason, message);
   if (!r) api_errors_.report("create/patch events in " + job["metadata"].value("namespace", ""), r.error());
 }

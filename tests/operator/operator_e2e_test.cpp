@@ -61,6 +61,10 @@ TEST_F(LocalCluster, ChangingTrainStepsExtendsAFinishedJobAndRelaunchesARunningO
   ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 90s)) << field(".status") << "\n" << events();
   EXPECT_GT(std::atoi(field(".status.plan.epoch").c_str()), epoch_before) << "relaunched under a new epoch";
   EXPECT_NE(events().find("trainSteps: 100000 -> 120"), std::string::npos) << events();
+  const std::string log = slurp(dir_ / "state/operator.log");
+  EXPECT_NE(log.find("default/demo Normal SpecChanged: the spec changed what the workers run (trainSteps: 100000 -> 120)"),
+            std::string::npos)
+      << "the operator's log tells the events' story:\n" << log;
   const int final_step = std::atoi(field(".status.progress.step").c_str());
   EXPECT_GE(final_step, 120);
   EXPECT_EQ(field(".status.conditions[?(@.type==\"Complete\")].message"),
