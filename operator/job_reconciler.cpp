@@ -162,7 +162,12 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
     return false;
   }
   JobPlan plan = *outcome.plan;
-  const std::int64_t barrier = old_workers_may_run ? epoch - 1 : epoch;
+  // Gang start: ranks in several pods start together, once every pod's sidecar is up and waits
+  // at the barrier (barrier_can_lift()). Without it, ranks whose pod started first waited for a
+  // peer still pulling its image (minutes for a PyTorch image) until their rendezvous timed out,
+  // and each such timeout counted as a failure towards spec.backoffLimit.
+  const bool gang = plan.pods.size() > 1;
+  const std::int64_t barrier = old_workers_may_run || gang ? epoch - 1 : epoch;
   Json status_plan = plan.to_status();
   status_plan["barrier"] = barrier;
   c.status["plan"] = status_plan;
@@ -177,8 +182,8 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   return true;
 }
 
-// Barrier: every pod of the plan stopped (or waits, if new) under the epoch, and nothing else
-// of the job is left.
+// Barrier: every pod of the plan stopped (or waits, if new: its sidecar is up) under the epoch,
+// and nothing else of the job is left.
 bool barrier_can_lift(const Context& c, const JobPlan& plan) {
   std::set<std::string> names;
   for (const PlanPod& pod : plan.pods) {
@@ -205,7 +210,8 @@ void lift_barrier_after_backoff(Context& c, const JobPlan& plan) {
   for (const PlanPod& pod : plan.pods)
     c.actions.annotate.emplace_back(pod.name, pod_plan_for(c.job.spec, plan, pod, plan.epoch));
   event(c, "Normal", "BarrierLifted",
-        "epoch " + std::to_string(plan.epoch) + ": every old worker stopped; starting the new ranks");
+        "epoch " + std::to_string(plan.epoch) + ": every pod is at the barrier (old workers stopped, new sidecars up); "
+        "starting the ranks");
 }
 
 // Level-based repair: a plan pod that is missing is created, a stale plan annotation is

@@ -103,7 +103,7 @@ TEST(JobReconciler, WaitsForTheAllocatorThenPlansAndCreatesOnePodPerNode) {
   a = h.step();
   h.apply(a);
   EXPECT_EQ(h.epoch(), 1);
-  EXPECT_EQ(h.barrier(), 1) << "nothing old runs: the first plan starts at once";
+  EXPECT_EQ(h.barrier(), 0) << "gang start: ranks in two pods wait until both sidecars are up";
   EXPECT_EQ(condition(h.obs.status, "Planned"), "True/Planned");
   ASSERT_EQ(a.create.size(), 2u);  // two nodes of 2 GPUs: one pod each
   std::set<int> ranks;
@@ -119,6 +119,27 @@ TEST(JobReconciler, WaitsForTheAllocatorThenPlansAndCreatesOnePodPerNode) {
   }
   EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
   EXPECT_EQ(h.obs.status["plan"].value("pp", 0) * h.obs.status["plan"].value("dp", 0), 4);
+  // One sidecar up (the other pod still pulling its image, say): the barrier holds, however long.
+  h.obs.decision.reset();
+  h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());
+  EXPECT_EQ(h.barrier(), 0);
+  h.report(h.obs.pods[1], flotilla::PodState::kWaiting, 1);
+  a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.barrier(), 1) << "both sidecars wait at the barrier: the ranks start together";
+  EXPECT_EQ(a.annotate.size(), 2u);
+  for (const fo::PodObservation& p : h.obs.pods) EXPECT_EQ(p.plan->barrier, 1);
+}
+
+// A world in one pod has no peer to wait for: it starts at once.
+TEST(JobReconciler, AOnePodWorldStartsAtOnce) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  EXPECT_EQ(h.barrier(), 1);
+  EXPECT_EQ(h.obs.pods[0].plan->barrier, 1);
 }
 
 TEST(JobReconciler, RunningAfterEveryPodReportsThenNodeLossShrinksBehindABarrier) {
@@ -462,6 +483,10 @@ TEST(JobReconciler, AResumedOnlyReportGivesTheStepButNoLoss) {
   Harness h;
   h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
   h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());
+  ASSERT_EQ(h.barrier(), 1);
   report_all(h, flotilla::PodState::kSucceeded, 1, 100);
   for (fo::PodObservation& p : h.obs.pods) p.report->last_checkpoint_step = 100;
   h.apply(h.step());
