@@ -55,6 +55,9 @@ struct StageDpInput {
   // are kept (keep_best_states()). The search uses it to find a first plan whose time bounds
   // the exact run on large clusters; every pipeline it returns is still a real one.
   std::int64_t max_states_per_depth = 0;
+  // A beam that relaxes every state of a depth before choosing, instead of only those whose
+  // lower bound can still enter (same states and rows; the test compares both).
+  bool eager_beam_reference = false;
   // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
   // same result cell for cell. Only the bench and the tests use it, as the baseline.
   bool quadratic_reference = false;
@@ -79,6 +82,8 @@ class StageDp {
   // Every complete pipeline the DP found (one per depth and usage vector), with its split.
   std::vector<DpCandidate> candidates() const;
   std::int64_t states() const { return states_; }
+  // States whose rows were computed (a lazy beam skips those that cannot enter it).
+  std::int64_t relaxed_states() const { return relaxed_states_; }
   bool truncated() const { return truncated_; }
   // Block b alone does not fit any config even as the last stage (H2's memory floor).
   bool block_fits_somewhere(int block);
@@ -108,7 +113,21 @@ class StageDp {
     std::unordered_map<std::uint64_t, int> index;
   };
 
+  // One transition to relax: source state, config, target state in the next level, and (for a
+  // beam) a lower bound on the target's beam score from this move (lowest_end_score()).
+  struct Move {
+    int state = 0;
+    int config = 0;
+    int target = 0;
+    double bound = 0;
+  };
+
   int add_state(Level& level, std::uint64_t key, const int* usage);
+  void allocate_rows(Level& level) const;
+  void build_end_rows(int depth, int in_flight, float limit);
+  static double lowest_end_score(const float* tau, const double* ends, int lo, int hi, float limit);
+  double beam_score(const float* tau, int first, int last, double stages_left) const;
+  void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
   void build_memory_rows(int in_flight);
   void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
   const int* fine_memory_row(int c, int in_flight);
@@ -117,7 +136,7 @@ class StageDp {
     return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
   std::vector<StageChoice> reconstruct(int depth, int state) const;
-  void keep_best_states(int depth);
+  void keep_best_states(int depth, float limit);
 
   StageDpInput in_;
   int blocks_ = 0;       // DP positions (= model blocks unless grouped)
@@ -136,7 +155,12 @@ class StageDp {
   std::vector<std::vector<int>> mem_start_;  // per in-flight count, built on first use
   std::vector<Level> levels_;
   std::vector<int> window_;  // relax_linear()'s deque, reused
+  std::vector<double> fastest_prefix_;  // per position: the least prefix time over the configs
+  std::vector<double> end_rows_;        // build_end_rows(), per config x position, this depth
+  std::vector<Move> moves_;             // this depth's transitions, in creation order
+  Level beam_arena_;                    // keep_best_states()'s rows, reused
   std::int64_t states_ = 0;
+  std::int64_t relaxed_states_ = 0;
   bool truncated_ = false;
 };
 

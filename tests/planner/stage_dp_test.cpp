@@ -107,6 +107,61 @@ TEST(StageDpTest, LinearSweepEqualsQuadraticSweep) {
   }
 }
 
+// The beam relaxes a depth's states lazily, in order of a lower bound on their score, and stops
+// once none left can enter (keep_best_states()). It must keep exactly the states, rows and
+// splits that relaxing every state first and then choosing keeps, ties included (many states
+// share their slowest stage, so scores tie and the state id decides), and it must skip some.
+TEST(StageDpTest, LazyBeamEqualsEagerBeam) {
+  const std::vector<SearchRequest> requests = {
+      request_for(deep_gpt(120), {pool("A100-40", 8, 4), pool("V100-16", 8, 4), pool("T4", 8, 4)}),
+      request_for(deep_gpt(48), {pool("GH200-96", 8, 4), pool("T4", 16, 4), pool("A100-40", 8, 4)}),
+      request_for(*find_preset("gpt-neo-2.7b"), {pool("A100-40", 8, 4), pool("V100-16", 16, 4)}),
+  };
+  std::int64_t lazy_rows = 0, eager_rows = 0;
+  int selections = 0;
+  World world;
+  const EvalContext context = world.context();
+  for (const SearchRequest& request : requests) {
+    const double fastest = fastest_cycle(request, 1, 1);
+    ASSERT_LT(fastest, 1e300) << request.model.name;
+    for (std::int64_t width : {3, 20, 100}) {
+      for (double limit : {1e300, fastest * 1.5, fastest * 1.05}) {
+        SCOPED_TRACE(request.model.name + ", beam " + std::to_string(width) + ", limit " + std::to_string(limit));
+        DpSetup setup(request, context, 1, 1, request.model.num_blocks());
+        setup.input.max_stage_seconds = limit;
+        setup.input.max_states_per_depth = width;
+        StageDp lazy(setup.input);
+        lazy.solve();
+        setup.input.eager_beam_reference = true;
+        StageDp eager(setup.input);
+        eager.solve();
+        EXPECT_EQ(lazy.states(), eager.states());
+        lazy_rows += lazy.relaxed_states();
+        eager_rows += eager.relaxed_states();
+        if (eager.relaxed_states() > lazy.relaxed_states()) ++selections;
+        const std::vector<DpCandidate> a = lazy.candidates(), b = eager.candidates();
+        ASSERT_EQ(a.size(), b.size());
+        ASSERT_FALSE(a.empty());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          EXPECT_EQ(a[i].stages, b[i].stages);
+          EXPECT_EQ(a[i].slowest_stage_seconds, b[i].slowest_stage_seconds);  // bit for bit
+          EXPECT_EQ(a[i].usage, b[i].usage);
+          ASSERT_EQ(a[i].choices.size(), b[i].choices.size());
+          for (std::size_t s = 0; s < a[i].choices.size(); ++s) {
+            EXPECT_EQ(a[i].choices[s].first_block, b[i].choices[s].first_block) << "candidate " << i;
+            EXPECT_EQ(a[i].choices[s].last_block, b[i].choices[s].last_block) << "candidate " << i;
+            EXPECT_EQ(a[i].choices[s].config, b[i].choices[s].config) << "candidate " << i;
+          }
+        }
+      }
+    }
+  }
+  std::printf("lazy beam: %lld state rows relaxed against %lld eager, in %d of 27 runs fewer\n",
+              static_cast<long long>(lazy_rows), static_cast<long long>(eager_rows), selections);
+  EXPECT_GT(selections, 10);
+  EXPECT_LT(lazy_rows * 10, eager_rows * 9);  // it skips at least a tenth
+}
+
 // cannot_complete() may only say "no" where solve() finds no pipeline at all; it must also say it
 // somewhere: below the fastest cycle (the bound rules everything out), and where the GPUs are too
 // few or too small for the model at that D.
