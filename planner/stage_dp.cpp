@@ -330,6 +330,7 @@ void StageDp::allocate_rows(Level& level) const {
   level.tau.assign(cells, kInf);
   level.prev_block.assign(cells, -1);
   level.config.assign(cells, -1);
+  level.parent.assign(level.keys.size() * in_.configs->size(), -1);
 }
 
 // Per config, per end block e at this depth: +inf when no stage of that config can end at e
@@ -440,7 +441,10 @@ void StageDp::solve() {
     } else {
       allocate_rows(next);
       relaxed_states_ += static_cast<std::int64_t>(next.keys.size());
-      for (const Move& move : moves_) relax_move(depth, in_flight, limit, move, next, move.target);
+      for (const Move& move : moves_) {
+        next.parent[static_cast<std::size_t>(move.target) * configs + move.config] = move.state;
+        relax_move(depth, in_flight, limit, move, next, move.target);
+      }
     }
     if (next.keys.empty()) break;
   }
@@ -573,27 +577,29 @@ void StageDp::keep_best_states(int depth, float limit) {
     level.prev_block.insert(level.prev_block.end(), arena.prev_block.begin() + row, arena.prev_block.begin() + row + len);
     level.config.insert(level.config.end(), arena.config.begin() + row, arena.config.begin() + row + len);
     level.first_finite.push_back(arena.first_finite[slot_of[t]]);
+    level.parent.resize(level.parent.size() + in_.configs->size(), -1);
+    for (int i = first_move[t]; i < first_move[t + 1]; ++i) {
+      const Move& move = moves_[by_target[i]];
+      level.parent[static_cast<std::size_t>(id) * in_.configs->size() + move.config] = move.state;
+    }
     level.last_finite.push_back(arena.last_finite[slot_of[t]]);
   }
   next = std::move(level);
 }
 
+// Follows each cell's chosen end and config back to the state the move came from (parent).
 std::vector<StageChoice> StageDp::reconstruct(int depth, int state) const {
   std::vector<StageChoice> choices;
+  choices.reserve(static_cast<std::size_t>(depth));
+  const std::size_t configs = in_.configs->size();
   int block = 0;
-  std::vector<int> usage(levels_[depth].usage.begin() + static_cast<std::ptrdiff_t>(state) * dims_,
-                         levels_[depth].usage.begin() + static_cast<std::ptrdiff_t>(state + 1) * dims_);
   for (int d = depth; d > 0; --d) {
     const Level& level = levels_[d];
     const std::size_t cell = static_cast<std::size_t>(state) * (blocks_ + 1) + block;
     const int end = level.prev_block[cell];
     const int c = level.config[cell];
     choices.push_back({bounds_[block], bounds_[end], c});
-    const StageConfig& config = (*in_.configs)[c];
-    for (int dim : config_dims_[c]) usage[dim] -= config.tp;
-    std::uint64_t key = 0;
-    for (int k = 0; k < dims_; ++k) key += static_cast<std::uint64_t>(usage[k]) * stride_[k];
-    state = levels_[d - 1].index.at(key);
+    state = level.parent[static_cast<std::size_t>(state) * configs + c];
     block = end;
   }
   return choices;

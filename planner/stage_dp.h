@@ -108,6 +108,7 @@ class StageDp {
     std::vector<float> tau;      // states x (blocks + 1)
     std::vector<std::int16_t> prev_block;
     std::vector<std::int16_t> config;
+    std::vector<int> parent;  // states x configs: the state a move with that config came from
     // Per state: the lowest and highest start block with a finite tau (lowest > highest: none).
     std::vector<int> first_finite, last_finite;
     std::unordered_map<std::uint64_t, int> index;
