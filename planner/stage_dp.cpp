@@ -3,6 +3,7 @@
 #include "planner/runtime_overhead.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <queue>
@@ -312,11 +313,48 @@ bool StageDp::cannot_complete() {
   return false;
 }
 
+void StageDp::StateIndex::clear(std::size_t expected) {
+  std::size_t capacity = 64;
+  while (capacity < 2 * expected) capacity *= 2;
+  keys_.assign(capacity, 0);
+  ids_.assign(capacity, -1);
+  size_ = 0;
+}
+
+std::size_t StageDp::StateIndex::slot_of(std::uint64_t key) const {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & (keys_.size() - 1);
+}
+
+int StageDp::StateIndex::find(std::uint64_t key) const {
+  for (std::size_t slot = slot_of(key);; slot = (slot + 1) & (keys_.size() - 1)) {
+    if (ids_[slot] < 0) return -1;
+    if (keys_[slot] == key) return ids_[slot];
+  }
+}
+
+int StageDp::StateIndex::find_or_add(std::uint64_t key, int id) {
+  if (2 * (size_ + 1) > keys_.size()) {  // keep the load at most 1/2
+    std::vector<std::uint64_t> keys = std::move(keys_);
+    std::vector<int> ids = std::move(ids_);
+    keys_.assign(keys.size() * 2, 0);
+    ids_.assign(keys.size() * 2, -1);
+    size_ = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (ids[i] >= 0) find_or_add(keys[i], ids[i]);
+  }
+  std::size_t slot = slot_of(key);
+  for (; ids_[slot] >= 0; slot = (slot + 1) & (keys_.size() - 1))
+    if (keys_[slot] == key) return ids_[slot];
+  keys_[slot] = key;
+  ids_[slot] = id;
+  ++size_;
+  return id;
+}
+
 // A state's key, usage and finite range; its rows (tau, ends, configs) are allocated per depth
 // once the states of that depth are known (allocate_rows(), or the beam's own arena).
 int StageDp::add_state(Level& level, std::uint64_t key, const int* usage) {
   const int id = static_cast<int>(level.keys.size());
-  level.index.emplace(key, id);
   level.keys.push_back(key);
   level.usage.insert(level.usage.end(), usage, usage + dims_);
   level.first_finite.push_back(blocks_ + 1);
@@ -393,6 +431,7 @@ void StageDp::solve() {
     const int in_flight = std::min(depth + 1, buckets_);
     build_memory_rows(in_flight);
     build_end_rows(depth, in_flight, limit);
+    next_index_.clear(static_cast<std::size_t>(here.keys.size()) * 4);
     // First every (state, config) that admits a stage, and its target state, created in this
     // order (so state ids, counts and the budget are as when each move was relaxed at once).
     moves_.clear();
@@ -420,8 +459,8 @@ void StageDp::solve() {
         if (bound == kNoEnd) continue;
         const std::uint64_t key = here.keys[s] + config_key_step_[c];
         int target;
-        if (auto found = next.index.find(key); found != next.index.end()) {
-          target = found->second;
+        if (const int found = next_index_.find(key); found >= 0) {
+          target = found;
         } else {
           if (states_ >= in_.max_states) {
             truncated_ = true;
@@ -431,6 +470,7 @@ void StageDp::solve() {
           std::copy(usage, usage + dims_, next_usage.begin());
           for (int d : config_dims_[c]) next_usage[d] += config.tp;
           target = add_state(next, key, next_usage.data());
+          next_index_.find_or_add(key, target);
         }
         moves_.push_back({s, c, target, bound});
       }
@@ -524,19 +564,22 @@ void StageDp::keep_best_states(int depth, float limit) {
     std::vector<int> fill(first_move.begin(), first_move.end() - 1);
     for (int i = 0; i < static_cast<int>(moves_.size()); ++i) by_target[fill[moves_[i].target]++] = i;
   }
-  std::vector<int> order(states);
-  for (int t = 0; t < states; ++t) order[t] = t;
-  if (!in_.eager_beam_reference)
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
+  // States by (bound, id), lowest first, drawn from a heap (most are never drawn); the eager
+  // reference takes them in id order.
+  using Ranked = std::pair<double, int>;  // (score or its bound, state id): the selection's order
+  std::vector<Ranked> order(states);
+  for (int t = 0; t < states; ++t) order[t] = {in_.eager_beam_reference ? 0.0 : bound[t], t};
+  std::make_heap(order.begin(), order.end(), std::greater<Ranked>());
   // The relaxed states' rows, in an arena indexed by slot.
   Level& arena = beam_arena_;
   arena.first_finite.clear();
   arena.last_finite.clear();
   std::vector<int> slot_of(states, -1);
-  using Ranked = std::pair<double, int>;  // (score, state id): the selection's order
-  std::priority_queue<Ranked> kept;      // the worst kept on top
+  std::priority_queue<Ranked> kept;  // the worst kept on top
   int slots = 0;
-  for (int t : order) {
+  for (auto heap_end = order.end(); heap_end != order.begin(); --heap_end) {
+    std::pop_heap(order.begin(), heap_end, std::greater<Ranked>());
+    const int t = (heap_end - 1)->second;
     if (!in_.eager_beam_reference && kept.size() == keep && Ranked{bound[t], t} > kept.top()) break;
     const int slot = slots++;
     ++relaxed_states_;
@@ -567,7 +610,6 @@ void StageDp::keep_best_states(int depth, float limit) {
   level.keys.reserve(chosen.size());
   for (int t : chosen) {
     const int id = static_cast<int>(level.keys.size());
-    level.index.emplace(next.keys[t], id);
     level.keys.push_back(next.keys[t]);
     level.usage.insert(level.usage.end(), next.usage.begin() + static_cast<std::ptrdiff_t>(t) * dims_,
                        next.usage.begin() + static_cast<std::ptrdiff_t>(t + 1) * dims_);
