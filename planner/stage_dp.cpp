@@ -3,6 +3,7 @@
 #include "planner/runtime_overhead.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -380,17 +381,21 @@ void StageDp::build_end_rows(int depth, int in_flight, float limit) {
   const int configs = static_cast<int>(in_.configs->size());
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   const double stages_left = std::max(1, in_.max_stages - depth - 1);  // as the child level's score
-  end_rows_.assign(static_cast<std::size_t>(configs) * cells, kNoEnd);
+  end_rows_.assign(static_cast<std::size_t>(configs) * cells, kInf);
   for (int c = 0; c < configs; ++c) {
     const double* prefix = unit_prefix_[c].data();
     const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];
-    double* row = &end_rows_[static_cast<std::size_t>(c) * cells];
+    float* row = &end_rows_[static_cast<std::size_t>(c) * cells];
     for (int end = 1; end <= blocks_; ++end) {
       const int lowest = mem_start(c, in_flight, end);
       if (lowest >= end) continue;
       const float single = static_cast<float>(prefix[end] + p2p - prefix[end - 1]);
       if (single > limit) continue;
-      row[end] = std::max(static_cast<double>(single), fastest_prefix_[lowest] / stages_left);
+      // As a float rounded down, so that the bound stays below the double score.
+      const double spread = fastest_prefix_[lowest] / stages_left;
+      float spread_down = static_cast<float>(spread);
+      if (static_cast<double>(spread_down) > spread) spread_down = std::nextafter(spread_down, 0.0f);
+      row[end] = std::max(single, spread_down);
     }
   }
 }
@@ -448,15 +453,15 @@ void StageDp::solve() {
         if (!room) continue;
         // The target state exists iff some end admits a stage (as the first version had it).
         // For a beam, the lowest score any of its cells can reach (a lower bound, below).
-        const double* ends = &end_rows_[static_cast<std::size_t>(c) * cells];
-        double bound = kNoEnd;
+        const float* ends = &end_rows_[static_cast<std::size_t>(c) * cells];
+        float bound = kInf;
         if (beam) {
-          bound = lowest_end_score(tau, ends, lo, hi, limit);
+          bound = lowest_end_score(tau, ends, lo, hi);
         } else {
-          for (int end = lo; end <= hi && bound == kNoEnd; ++end)
-            if (!(tau[end] > limit) && ends[end] != kNoEnd) bound = 0;
+          for (int end = lo; end <= hi && bound == kInf; ++end)
+            if (tau[end] != kInf && ends[end] != kInf) bound = 0;
         }
-        if (bound == kNoEnd) continue;
+        if (bound == kInf) continue;
         const std::uint64_t key = here.keys[s] + config_key_step_[c];
         int target;
         if (const int found = next_index_.find(key); found >= 0) {
@@ -490,25 +495,22 @@ void StageDp::solve() {
   }
 }
 
-// Min over ends e of max(tau[e], ends[e]), tau past the bound excluded: no cell of the target
-// that this move writes can score below it (ends[] above: a stage ending at e has a cycle of at
-// least the single block's, and starts at mem_start(e) or later). Four accumulators: the loop
-// runs over every move of a beam, and one min chain would wait on itself.
-double StageDp::lowest_end_score(const float* tau, const double* ends, int lo, int hi, float limit) {
-  double acc[4] = {kNoEnd, kNoEnd, kNoEnd, kNoEnd};
+// Min over ends e of max(tau[e], ends[e]): no cell of the target that this move writes can
+// score below it (ends[] above: a stage ending at e has a cycle of at least the single block's,
+// and starts at mem_start(e) or later). No cell is ever past the bound (relax_linear() keeps
+// none), so tau needs no check. Floats and four accumulators in registers: the loop runs over
+// every move of a beam, and one min chain through memory waited on itself.
+float StageDp::lowest_end_score(const float* tau, const float* ends, int lo, int hi) {
+  float a = kInf, b = kInf, c = kInf, d = kInf;
   int end = lo;
   for (; end + 3 <= hi; end += 4) {
-    for (int k = 0; k < 4; ++k) {
-      const float t = tau[end + k];
-      const double v = t > limit ? kNoEnd : std::max(static_cast<double>(t), ends[end + k]);
-      acc[k] = std::min(acc[k], v);
-    }
+    a = std::min(a, std::max(tau[end], ends[end]));
+    b = std::min(b, std::max(tau[end + 1], ends[end + 1]));
+    c = std::min(c, std::max(tau[end + 2], ends[end + 2]));
+    d = std::min(d, std::max(tau[end + 3], ends[end + 3]));
   }
-  for (; end <= hi; ++end) {
-    const float t = tau[end];
-    acc[0] = std::min(acc[0], t > limit ? kNoEnd : std::max(static_cast<double>(t), ends[end]));
-  }
-  return std::min(std::min(acc[0], acc[1]), std::min(acc[2], acc[3]));
+  for (; end <= hi; ++end) a = std::min(a, std::max(tau[end], ends[end]));
+  return std::min(std::min(a, b), std::min(c, d));
 }
 
 // One move: the min-max transition of config move.config over the source state's row into a
@@ -556,7 +558,7 @@ void StageDp::keep_best_states(int depth, float limit) {
   std::vector<double> bound(states, kNoEnd);
   for (const Move& move : moves_) {
     ++first_move[move.target + 1];
-    bound[move.target] = std::min(bound[move.target], move.bound);
+    bound[move.target] = std::min(bound[move.target], static_cast<double>(move.bound));
   }
   for (int t = 0; t < states; ++t) first_move[t + 1] += first_move[t];
   std::vector<int> by_target(moves_.size());

@@ -133,13 +133,13 @@ class StageDp {
     int state = 0;
     int config = 0;
     int target = 0;
-    double bound = 0;
+    float bound = 0;
   };
 
   int add_state(Level& level, std::uint64_t key, const int* usage);
   void allocate_rows(Level& level) const;
   void build_end_rows(int depth, int in_flight, float limit);
-  static double lowest_end_score(const float* tau, const double* ends, int lo, int hi, float limit);
+  static float lowest_end_score(const float* tau, const float* ends, int lo, int hi);
   double beam_score(const float* tau, int first, int last, double stages_left) const;
   void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
   void build_memory_rows(int in_flight);
@@ -170,7 +170,7 @@ class StageDp {
   std::vector<Level> levels_;
   std::vector<int> window_;  // relax_linear()'s deque, reused
   std::vector<double> fastest_prefix_;  // per position: the least prefix time over the configs
-  std::vector<double> end_rows_;        // build_end_rows(), per config x position, this depth
+  std::vector<float> end_rows_;         // build_end_rows(), per config x position, this depth
   std::vector<Move> moves_;             // this depth's transitions, in creation order
   Level beam_arena_;
   StateIndex next_index_;                    // keep_best_states()'s rows, reused
