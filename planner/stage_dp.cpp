@@ -71,47 +71,60 @@ void relax_quadratic(const Relax& r) {
 // and m can only shrink, so p and hi never move right: the window (start, p) slides left and a
 // monotone deque gives its minimum in amortised O(1). The same float expressions as the sweep
 // are compared, so even rounding agrees.
-void relax_linear(const Relax& r, std::vector<int>& window) {
+void relax_linear(const Relax& r, std::vector<int>& window_storage) {
+  const float* tau = r.tau;
+  const float limit = r.limit;
   auto value_of = [&](int end) {  // tau past the bound never starts a stage (as the sweep)
-    const float t = r.tau[end];
-    return t > r.limit ? kInf : t;
+    const float t = tau[end];
+    return t > limit ? kInf : t;
   };
-  auto stage_seconds = [&](int start, int end) {
-    return static_cast<float>(r.prefix[end] + r.p2p - r.prefix[start]);
-  };
+  const double* prefix = r.prefix;
+  const double p2p = r.p2p;
+  auto stage_seconds = [&](int start, int end) { return static_cast<float>(prefix[end] + p2p - prefix[start]); };
   // Ends outside [first_end, last_end] have infinite tau: they can never be chosen, so the
-  // sweep starts below last_end and stops once no end from first_end on can take the start.
+  // sweep starts below last_end and stops where no end from first_end on can take the start:
+  // below mem_start(first_end), or where even the stage to first_end exceeds the bound (the
+  // stage only grows as start decreases, so that is one search, not a test per start).
+  int lowest_start = r.mem_start[r.first_end];
+  if (limit != kInf && lowest_start < r.last_end && stage_seconds(lowest_start, r.first_end) > limit) {
+    int fits = r.last_end;  // invariant: stage(lowest_start) > limit; fits: > limit or first fitting
+    if (stage_seconds(r.last_end - 1, r.first_end) > limit) return;
+    fits = r.last_end - 1;
+    while (fits - lowest_start > 1) {
+      const int mid = lowest_start + (fits - lowest_start) / 2;
+      if (stage_seconds(mid, r.first_end) > limit) lowest_start = mid;
+      else fits = mid;
+    }
+    lowest_start = fits;
+  }
   // window holds ends in (start, p), highest first, values strictly increasing front to back.
-  window.clear();
-  std::size_t head = 0;    // window[head..] is live; ends leave from the front
+  window_storage.resize(static_cast<std::size_t>(r.last_end) + 2);
+  int* window = window_storage.data();
+  int head = 0, tail = 0;  // window[head, tail) is live; ends leave from the front
   int hi = r.last_end;     // last end that fits with the current start
   int p = r.last_end + 1;  // crossing: first end in (start, hi] where S >= m, else hi + 1
-  const int lowest_start = r.mem_start[r.first_end];
   for (int start = r.last_end - 1; start >= lowest_start; --start) {
-    // Every end from first_end on makes the stage slower than the bound allows: done.
-    if (stage_seconds(start, r.first_end) > r.limit) break;
     // hi only moves left; hi == start leaves no end for this start (a later one may fit).
     while (hi > start && r.mem_start[hi] > start) --hi;
     // End start + 1 joins the window at its low side (p > start + 1 always holds here).
     const float joining = value_of(start + 1);
-    while (window.size() > head && value_of(window.back()) >= joining) window.pop_back();
-    window.push_back(start + 1);
+    while (tail > head && value_of(window[tail - 1]) >= joining) --tail;
+    window[tail++] = start + 1;
     // Ends beyond hi are out; they sit at the window's high side.
     if (p > hi + 1) {
       p = hi + 1;
-      while (window.size() > head && window[head] >= p) ++head;
+      while (tail > head && window[head] >= p) ++head;
     }
     // Move the crossing left while S(p - 1) >= min of the window (which includes p - 1).
-    while (p - 1 > start && window.size() > head &&
-           stage_seconds(start, p - 1) >= value_of(window[head])) {
+    while (p - 1 > start && tail > head && stage_seconds(start, p - 1) >= value_of(window[head])) {
       --p;
-      while (window.size() > head && window[head] >= p) ++head;
+      while (tail > head && window[head] >= p) ++head;
     }
     float chosen = kInf;
     int chosen_end = -1;
-    if (window.size() > head) {
-      chosen = value_of(window[head]);
+    if (tail > head) {
       chosen_end = window[head];
+      chosen = value_of(chosen_end);
     }
     if (p <= hi) {
       const float at_p = std::max(value_of(p), stage_seconds(start, p));
@@ -120,7 +133,7 @@ void relax_linear(const Relax& r, std::vector<int>& window) {
         chosen_end = p;
       }
     }
-    if (chosen_end < 0 || chosen > r.limit || !(chosen < r.best[start])) continue;
+    if (chosen_end < 0 || chosen > limit || !(chosen < r.best[start])) continue;
     r.keep(start, chosen, chosen_end);
   }
 }
