@@ -212,12 +212,17 @@ class Searcher {
     const bool ruled_out = request_.options.prune_by_relaxation && dp_solver->cannot_complete();
     if (ruled_out) {
       ++result_.stats.dp_runs_ruled_out;
-    } else if (seed_bound(input, configs, dp, m, timer, dp_solver)) {
+    } else if (bool first_beam = false; seed_bound(input, configs, dp, m, timer, dp_solver, first_beam)) {
       ++result_.stats.beam_dp_runs;
-      input.max_stage_seconds = stage_bound(m, dp, fill_floor);
-      input.max_states_per_depth = kBeamStatesPerDepth;
-      dp_solver.emplace(input);
-      dp_solver->solve();
+      const double bound = stage_bound(m, dp, fill_floor);
+      // A first beam that found no plan left the bound as it ran under: the second beam would
+      // be the same run (GPT-3-175B's D 128 on 14,336 GPUs, and the mixed passes'), so it is kept.
+      if (!first_beam || bound != input.max_stage_seconds) {
+        input.max_stage_seconds = bound;
+        input.max_states_per_depth = kBeamStatesPerDepth;
+        dp_solver.emplace(input);
+        dp_solver->solve();
+      }
     }
     StageDp& solver = *dp_solver;
     if (!ruled_out) ++result_.stats.dp_runs;
@@ -324,8 +329,9 @@ class Searcher {
   // plans (memory and regions checked by the DP); the best one's proxy value tightens the bound,
   // and a second beam runs under it. Heuristic, like the truncation it replaces; said in
   // docs/planner.md ("Not implemented / caveats").
+  // `first_beam`: set when the first (unbounded) beam ran; `full` then holds it, solved.
   bool seed_bound(const StageDpInput& input, const std::vector<StageConfig>& configs, int dp, int m,
-                  ProxyTimer& timer, std::optional<StageDp>& full) {
+                  ProxyTimer& timer, std::optional<StageDp>& full, bool& first_beam) {
     if (!request_.options.beam_when_truncated || !request_.options.branch_and_bound || !request_.options.heuristics ||
         input.max_states <= kSeedStates) {
       full->solve();
@@ -350,8 +356,10 @@ class Searcher {
     if (best_feasible_value_) return true;  // already bounded: one beam, under that bound
     StageDpInput beam_input = input;
     beam_input.max_states_per_depth = kBeamStatesPerDepth;
-    StageDp beam(beam_input);
+    full.emplace(beam_input);
+    StageDp& beam = *full;
     beam.solve();
+    first_beam = true;
     const SearchConstraints& c = request_.constraints;
     for (const DpCandidate& candidate : beam.candidates()) {
       int gpus = 0;
