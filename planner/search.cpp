@@ -220,7 +220,9 @@ class Searcher {
       if (!first_beam || bound != input.max_stage_seconds) {
         input.max_stage_seconds = bound;
         input.max_states_per_depth = kBeamStatesPerDepth;
-        dp_solver.emplace(input);
+        StageDp beam(input);
+        beam.reuse_memory_rows(*dp_solver);
+        dp_solver.emplace(std::move(beam));
         dp_solver->solve();
       }
     }
@@ -346,6 +348,7 @@ class Searcher {
       seed.max_states = kSeedStates;
       seed.stop_when_truncated = true;  // a truncated seed is discarded
       StageDp solver(seed);
+      solver.reuse_memory_rows(*full);
       solver.solve();
       if (!solver.truncated()) {  // complete: it is the full run
         full.emplace(std::move(solver));
@@ -356,7 +359,11 @@ class Searcher {
     if (best_feasible_value_) return true;  // already bounded: one beam, under that bound
     StageDpInput beam_input = input;
     beam_input.max_states_per_depth = kBeamStatesPerDepth;
-    full.emplace(beam_input);
+    {
+      StageDp first(beam_input);
+      first.reuse_memory_rows(*full);
+      full.emplace(std::move(first));
+    }
     StageDp& beam = *full;
     beam.solve();
     first_beam = true;

@@ -248,6 +248,17 @@ void StageDp::build_memory_rows(int in_flight) {
     memory_row(c, in_flight, bounds_, &rows[static_cast<std::size_t>(c) * (blocks_ + 1)]);
 }
 
+void StageDp::reuse_memory_rows(const StageDp& other) {
+  const StageDpInput& a = in_;
+  const StageDpInput& b = other.in_;
+  if (a.model != b.model || a.training != b.training || a.pools != b.pools || a.configs != b.configs ||
+      a.memory_constants != b.memory_constants || a.micro_batch_size != b.micro_batch_size || a.dp != b.dp ||
+      bounds_ != other.bounds_ || mem_start_.size() != other.mem_start_.size())
+    return;
+  mem_start_ = other.mem_start_;
+  fine_mem_start_ = other.fine_mem_start_;
+}
+
 // Per block, for the refinement and H2 when positions group layers.
 const int* StageDp::fine_memory_row(int c, int in_flight) {
   if (group_ == 1) {

@@ -93,6 +93,10 @@ class StageDp {
   // "maybe": solve() decides. On large clusters most (mbs, D) runs that find nothing are
   // ruled out here (docs/planner.md, "Search at cluster scale").
   bool cannot_complete();
+  // Takes the memory rows `other` has built when it is a solver for the same model, pools,
+  // configs, micro-batch size, D and positions (the rows do not depend on the bound or the
+  // beam), instead of building them again; otherwise a no-op.
+  void reuse_memory_rows(const StageDp& other);
   // Layers per DP position (1: exact, every block boundary searched).
   int layers_per_position() const { return group_; }
   // When positions group layers: the best split over single blocks for the candidate's
