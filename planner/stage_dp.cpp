@@ -71,6 +71,24 @@ void relax_quadratic(const Relax& r) {
 // and m can only shrink, so p and hi never move right: the window (start, p) slides left and a
 // monotone deque gives its minimum in amortised O(1). The same float expressions as the sweep
 // are compared, so even rounding agrees.
+// The lowest start the sweep visits: below it no end from first_end on can take the start,
+// because the stage to first_end no longer fits in memory (mem_start) or exceeds the bound (the
+// stage only grows as start decreases, so that is one binary search, not a test per start).
+// Returns last_end when no start qualifies.
+int lowest_sweep_start(const Relax& r) {
+  auto stage_seconds = [&](int start) { return static_cast<float>(r.prefix[r.first_end] + r.p2p - r.prefix[start]); };
+  int lowest = r.mem_start[r.first_end];
+  if (r.limit == kInf || lowest >= r.last_end || !(stage_seconds(lowest) > r.limit)) return lowest;
+  if (stage_seconds(r.last_end - 1) > r.limit) return r.last_end;
+  int fits = r.last_end - 1;  // invariant: `lowest` exceeds the bound, `fits` does not
+  while (fits - lowest > 1) {
+    const int mid = lowest + (fits - lowest) / 2;
+    if (stage_seconds(mid) > r.limit) lowest = mid;
+    else fits = mid;
+  }
+  return fits;
+}
+
 void relax_linear(const Relax& r, std::vector<int>& window_storage) {
   const float* tau = r.tau;
   const float limit = r.limit;
@@ -82,21 +100,8 @@ void relax_linear(const Relax& r, std::vector<int>& window_storage) {
   const double p2p = r.p2p;
   auto stage_seconds = [&](int start, int end) { return static_cast<float>(prefix[end] + p2p - prefix[start]); };
   // Ends outside [first_end, last_end] have infinite tau: they can never be chosen, so the
-  // sweep starts below last_end and stops where no end from first_end on can take the start:
-  // below mem_start(first_end), or where even the stage to first_end exceeds the bound (the
-  // stage only grows as start decreases, so that is one search, not a test per start).
-  int lowest_start = r.mem_start[r.first_end];
-  if (limit != kInf && lowest_start < r.last_end && stage_seconds(lowest_start, r.first_end) > limit) {
-    int fits = r.last_end;  // invariant: stage(lowest_start) > limit; fits: > limit or first fitting
-    if (stage_seconds(r.last_end - 1, r.first_end) > limit) return;
-    fits = r.last_end - 1;
-    while (fits - lowest_start > 1) {
-      const int mid = lowest_start + (fits - lowest_start) / 2;
-      if (stage_seconds(mid, r.first_end) > limit) lowest_start = mid;
-      else fits = mid;
-    }
-    lowest_start = fits;
-  }
+  // sweep starts below last_end and stops at lowest_sweep_start().
+  const int lowest_start = lowest_sweep_start(r);
   // window holds ends in (start, p), highest first, values strictly increasing front to back.
   window_storage.resize(static_cast<std::size_t>(r.last_end) + 2);
   int* window = window_storage.data();
@@ -134,6 +139,45 @@ void relax_linear(const Relax& r, std::vector<int>& window_storage) {
       }
     }
     if (chosen_end < 0 || chosen > limit || !(chosen < r.best[start])) continue;
+    r.keep(start, chosen, chosen_end);
+  }
+}
+
+// relax_linear()'s result, cell for cell, when tau never increases over [first_end, last_end]
+// (a suffix that covers fewer blocks is no slower: every row of the 14,336-GPU beams). Then the
+// value max(tau[end], S(end)) falls while tau dominates and rises once S does, so the optimum is
+// at the crossing c, the first end where S(c) >= tau[c]: tau[c - 1] (at the first end of its run
+// of equal values, the smallest end, as the sweep breaks ties) or S(c). As start decreases S
+// grows, so c only moves left: one pointer, no window. `run_start[e]`: the first end of the run
+// of equal tau values that holds e.
+void relax_nonincreasing(const Relax& r, const std::int16_t* run_start) {
+  const float* tau = r.tau;
+  const double* prefix = r.prefix;
+  const double p2p = r.p2p;
+  auto stage_seconds = [&](int start, int end) { return static_cast<float>(prefix[end] + p2p - prefix[start]); };
+  const int lowest_start = lowest_sweep_start(r);
+  int hi = r.last_end;      // last end that fits with the current start
+  int c = r.last_end + 1;   // crossing: first end in [a, hi] with S >= tau, else hi + 1
+  for (int start = r.last_end - 1; start >= lowest_start; --start) {
+    while (hi > start && r.mem_start[hi] > start) --hi;
+    const int a = std::max(start + 1, r.first_end);  // lowest end with a finite tau
+    if (c > hi + 1) c = hi + 1;
+    if (hi < a) continue;
+    while (c - 1 >= a && stage_seconds(start, c - 1) >= tau[c - 1]) --c;
+    float chosen = kInf;
+    int chosen_end = -1;
+    if (c > a) {
+      chosen = tau[c - 1];
+      chosen_end = std::max<int>(run_start[c - 1], a);
+    }
+    if (c <= hi) {
+      const float at_c = stage_seconds(start, c);
+      if (at_c < chosen) {
+        chosen = at_c;
+        chosen_end = c;
+      }
+    }
+    if (chosen_end < 0 || chosen > r.limit || !(chosen < r.best[start])) continue;
     r.keep(start, chosen, chosen_end);
   }
 }
@@ -460,6 +504,8 @@ void StageDp::solve() {
     const int in_flight = std::min(depth + 1, buckets_);
     build_memory_rows(in_flight);
     build_end_rows(depth, in_flight, limit);
+    if (!in_.quadratic_reference && !in_.window_sweep_reference) describe_sources(here);
+    else source_nonincreasing_.assign(here.keys.size(), 0);
     next_index_.clear(static_cast<std::size_t>(here.keys.size()) * 4);
     // First every (state, config) that admits a stage, and its target state, created in this
     // order (so state ids, counts and the budget are as when each move was relaxed at once).
@@ -559,7 +605,30 @@ void StageDp::relax_move(int depth, int in_flight, float limit, const Move& move
   r.first_finite = &rows.first_finite[slot];
   r.last_finite = &rows.last_finite[slot];
   if (in_.quadratic_reference) relax_quadratic(r);
+  else if (source_nonincreasing_[move.state]) relax_nonincreasing(r, &source_runs_[move.state * cells]);
   else relax_linear(r, window_);
+}
+
+// Per state of `level`: whether its tau never increases over its finite range (from end 1 on),
+// and each end's run of equal tau values (relax_nonincreasing()); once per depth, each row
+// then serves every config's move.
+void StageDp::describe_sources(const Level& level) {
+  const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
+  const std::size_t states = level.keys.size();
+  source_nonincreasing_.assign(states, 0);
+  source_runs_.resize(states * cells);
+  for (std::size_t s = 0; s < states; ++s) {
+    const float* tau = &level.tau[s * cells];
+    std::int16_t* runs = &source_runs_[s * cells];
+    const int first = std::max(1, level.first_finite[s]), last = level.last_finite[s];
+    bool nonincreasing = true;
+    for (int e = first; e <= last; ++e) {
+      const bool same = e > first && tau[e] == tau[e - 1];
+      runs[e] = same ? runs[e - 1] : static_cast<std::int16_t>(e);
+      nonincreasing = nonincreasing && (e == first || tau[e] <= tau[e - 1]);
+    }
+    source_nonincreasing_[s] = nonincreasing ? 1 : 0;
+  }
 }
 
 // Beam (max_states_per_depth): of the next level's states, keeps the max_states_per_depth with

@@ -60,6 +60,9 @@ struct StageDpInput {
   // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
   // same result cell for cell. Only the bench and the tests use it, as the baseline.
   bool quadratic_reference = false;
+  // The O(blocks) sliding-window sweep for every row, also where the source row never increases
+  // and the single-pointer sweep would serve (same result cell for cell; tests only).
+  bool window_sweep_reference = false;
   // Past this many blocks, the DP runs over positions that group runs of identical layers
   // (embedding and head stay alone), at most max_units of them; refine() then re-splits a
   // candidate over single blocks for its sequence of (pool, TP). 0: one position per block.
@@ -146,6 +149,7 @@ class StageDp {
   static float lowest_end_score(const float* tau, const float* ends, int lo, int hi);
   double beam_score(const float* tau, int first, int last, double stages_left) const;
   void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
+  void describe_sources(const Level& level);
   void build_memory_rows(int in_flight);
   void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
   const int* fine_memory_row(int c, int in_flight);
@@ -177,7 +181,9 @@ class StageDp {
   std::vector<float> end_rows_;         // build_end_rows(), per config x position, this depth
   std::vector<Move> moves_;             // this depth's transitions, in creation order
   Level beam_arena_;
-  StateIndex next_index_;                    // keep_best_states()'s rows, reused
+  StateIndex next_index_;
+  std::vector<char> source_nonincreasing_;    // describe_sources(), per state of this depth
+  std::vector<std::int16_t> source_runs_;     // describe_sources(), per state x position                    // keep_best_states()'s rows, reused
   std::int64_t states_ = 0;
   std::int64_t relaxed_states_ = 0;
   bool truncated_ = false;

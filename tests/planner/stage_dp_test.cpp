@@ -1,6 +1,8 @@
-// The stage DP's O(blocks) relaxation against the first version's O(blocks^2) sweep, cell for
-// cell: the same complete pipelines, the same slowest cycles (bit for bit) and the same splits,
-// with and without the branch-and-bound limit, where memory binds and where it does not.
+// The stage DP's O(blocks) relaxations (the one-pointer sweep for source rows that never
+// increase, the sliding-window sweep for any row) against the first version's O(blocks^2)
+// sweep, cell for cell: the same complete pipelines, the same slowest cycles (bit for bit) and
+// the same splits, with and without the branch-and-bound limit, where memory binds and where it
+// does not; and the lazy beam against the eager one.
 #include "planner/stage_dp.h"
 
 #include <gtest/gtest.h>
@@ -28,23 +30,36 @@ struct Outcome {
   std::int64_t states = 0;
 };
 
+enum class Sweep { kDefault, kWindow, kQuadratic };
+
 Outcome solve(const SearchRequest& request, const World& world, int mbs, int dp, double limit,
-              bool quadratic) {
+              Sweep sweep) {
   const EvalContext context = world.context();
   DpSetup setup(request, context, mbs, dp, request.model.num_blocks());
   setup.input.max_stage_seconds = limit;
-  setup.input.quadratic_reference = quadratic;
+  setup.input.quadratic_reference = sweep == Sweep::kQuadratic;
+  setup.input.window_sweep_reference = sweep == Sweep::kWindow;
   StageDp dp_solver(setup.input);
   dp_solver.solve();
   return {dp_solver.candidates(), dp_solver.states()};
 }
 
+void expect_same_outcome(const Outcome& linear, const Outcome& quadratic);
+
 void expect_same(const SearchRequest& request, int mbs, int dp, double limit) {
   World world;
-  const Outcome linear = solve(request, world, mbs, dp, limit, false);
-  const Outcome quadratic = solve(request, world, mbs, dp, limit, true);
-  SCOPED_TRACE(request.model.name + ", mbs " + std::to_string(mbs) + ", D " + std::to_string(dp) +
-               ", limit " + std::to_string(limit));
+  const Outcome quadratic = solve(request, world, mbs, dp, limit, Sweep::kQuadratic);
+  // The default (one pointer where a source row never increases, else the window) and the
+  // window sweep everywhere, each against the quadratic sweep.
+  for (Sweep sweep : {Sweep::kDefault, Sweep::kWindow}) {
+    const Outcome linear = solve(request, world, mbs, dp, limit, sweep);
+    SCOPED_TRACE(request.model.name + ", mbs " + std::to_string(mbs) + ", D " + std::to_string(dp) + ", limit " +
+                 std::to_string(limit) + (sweep == Sweep::kWindow ? ", window sweep" : ", default sweep"));
+    expect_same_outcome(linear, quadratic);
+  }
+}
+
+void expect_same_outcome(const Outcome& linear, const Outcome& quadratic) {
   EXPECT_EQ(linear.states, quadratic.states);
   ASSERT_EQ(linear.candidates.size(), quadratic.candidates.size());
   for (std::size_t i = 0; i < linear.candidates.size(); ++i) {
@@ -77,7 +92,7 @@ GpuPool pool(std::string gpu, int gpus, int node) { return GpuPool{std::move(gpu
 double fastest_cycle(const SearchRequest& request, int mbs, int dp) {
   World world;
   double best = 1e300;
-  for (const DpCandidate& c : solve(request, world, mbs, dp, 1e300, false).candidates)
+  for (const DpCandidate& c : solve(request, world, mbs, dp, 1e300, Sweep::kDefault).candidates)
     best = std::min(best, static_cast<double>(c.slowest_stage_seconds));
   return best;
 }
