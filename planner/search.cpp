@@ -285,8 +285,7 @@ class Searcher {
       pending.config_set = set;
       pending.stages = candidate.stages;
       pending.slowest_stage_seconds = candidate.slowest_stage_seconds;
-      pending.choices = candidate.choices;
-      return pending;
+      return pending;  // without choices: the caller copies or moves them in
     };
     auto note = [&](const Pending& pending) {
       if (pending.penalty != 0) return;
@@ -298,6 +297,7 @@ class Searcher {
     };
     for (DpCandidate& candidate : found) {
       Pending pending = score(candidate, true);
+      pending.choices = std::move(candidate.choices);  // the candidate is done with
       note(pending);
       by_depth[candidate.stages].push_back(std::move(pending));
     }
@@ -313,6 +313,7 @@ class Searcher {
           candidate.choices = list[i].choices;
           solver.refine(candidate);
           Pending refined = score(candidate, false);
+          refined.choices = candidate.choices;
           if (before(refined, list[i])) {
             note(refined);
             list[i] = std::move(refined);
