@@ -16,6 +16,8 @@
 //   stops runaway cases honestly (truncated() says so), and past max_units blocks the DP runs
 //   over groups of layers, which makes it approximate: stage boundaries fall every
 //   layers_per_position() layers until refine() re-splits a candidate (docs/planner.md).
+//   A beam (max_states_per_depth) relaxes a depth's states lazily, lowest score bound first,
+//   and keeps exactly the states relaxing all of them would (keep_best_states()).
 #pragma once
 
 #include <cstdint>

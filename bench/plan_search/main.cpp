@@ -7,6 +7,9 @@
 // printed for context only.
 // Single-threaded: the search is. Uses Sailor's measured profiles and network fits from
 // $FLOTILLA_DATA when present, else the FLOP estimate (said in the output).
+// Flags: --only N (one scenario), --quick, --skip-baseline, --deep, --cluster-scale (issue 13
+// item 4's 14,336 GPUs; with --model NAME one model, with --search-only just the default search
+// in this process, for perf and for farm-bench's whole-process A/B against another binary).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
