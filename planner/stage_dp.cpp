@@ -539,7 +539,10 @@ void StageDp::solve() {
         } else {
           if (states_ >= in_.max_states) {
             truncated_ = true;
-            if (in_.stop_when_truncated) return;
+            if (in_.stop_when_truncated) {
+              levels_.pop_back();  // its rows were never built: leave only finished levels
+              return;
+            }
             continue;
           }
           std::copy(usage, usage + dims_, next_usage.begin());
