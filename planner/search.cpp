@@ -212,12 +212,19 @@ class Searcher {
     const bool ruled_out = request_.options.prune_by_relaxation && dp_solver->cannot_complete();
     if (ruled_out) {
       ++result_.stats.dp_runs_ruled_out;
-    } else if (seed_bound(input, configs, dp, m, timer, dp_solver)) {
+    } else if (bool first_beam = false; seed_bound(input, configs, dp, m, timer, dp_solver, first_beam)) {
       ++result_.stats.beam_dp_runs;
-      input.max_stage_seconds = stage_bound(m, dp, fill_floor);
-      input.max_states_per_depth = kBeamStatesPerDepth;
-      dp_solver.emplace(input);
-      dp_solver->solve();
+      const double bound = stage_bound(m, dp, fill_floor);
+      // A first beam that found no plan left the bound as it ran under: the second beam would
+      // be the same run (GPT-3-175B's D 128 on 14,336 GPUs, and the mixed passes'), so it is kept.
+      if (!first_beam || bound != input.max_stage_seconds) {
+        input.max_stage_seconds = bound;
+        input.max_states_per_depth = kBeamStatesPerDepth;
+        StageDp beam(input);
+        beam.reuse_memory_rows(*dp_solver);
+        dp_solver.emplace(std::move(beam));
+        dp_solver->solve();
+      }
     }
     StageDp& solver = *dp_solver;
     if (!ruled_out) ++result_.stats.dp_runs;
@@ -278,8 +285,7 @@ class Searcher {
       pending.config_set = set;
       pending.stages = candidate.stages;
       pending.slowest_stage_seconds = candidate.slowest_stage_seconds;
-      pending.choices = candidate.choices;
-      return pending;
+      return pending;  // without choices: the caller copies or moves them in
     };
     auto note = [&](const Pending& pending) {
       if (pending.penalty != 0) return;
@@ -291,6 +297,7 @@ class Searcher {
     };
     for (DpCandidate& candidate : found) {
       Pending pending = score(candidate, true);
+      pending.choices = std::move(candidate.choices);  // the candidate is done with
       note(pending);
       by_depth[candidate.stages].push_back(std::move(pending));
     }
@@ -306,6 +313,7 @@ class Searcher {
           candidate.choices = list[i].choices;
           solver.refine(candidate);
           Pending refined = score(candidate, false);
+          refined.choices = candidate.choices;
           if (before(refined, list[i])) {
             note(refined);
             list[i] = std::move(refined);
@@ -324,8 +332,9 @@ class Searcher {
   // plans (memory and regions checked by the DP); the best one's proxy value tightens the bound,
   // and a second beam runs under it. Heuristic, like the truncation it replaces; said in
   // docs/planner.md ("Not implemented / caveats").
+  // `first_beam`: set when the first (unbounded) beam ran; `full` then holds it, solved.
   bool seed_bound(const StageDpInput& input, const std::vector<StageConfig>& configs, int dp, int m,
-                  ProxyTimer& timer, std::optional<StageDp>& full) {
+                  ProxyTimer& timer, std::optional<StageDp>& full, bool& first_beam) {
     if (!request_.options.beam_when_truncated || !request_.options.branch_and_bound || !request_.options.heuristics ||
         input.max_states <= kSeedStates) {
       full->solve();
@@ -340,6 +349,7 @@ class Searcher {
       seed.max_states = kSeedStates;
       seed.stop_when_truncated = true;  // a truncated seed is discarded
       StageDp solver(seed);
+      solver.reuse_memory_rows(*full);
       solver.solve();
       if (!solver.truncated()) {  // complete: it is the full run
         full.emplace(std::move(solver));
@@ -350,8 +360,14 @@ class Searcher {
     if (best_feasible_value_) return true;  // already bounded: one beam, under that bound
     StageDpInput beam_input = input;
     beam_input.max_states_per_depth = kBeamStatesPerDepth;
-    StageDp beam(beam_input);
+    {
+      StageDp first(beam_input);
+      first.reuse_memory_rows(*full);
+      full.emplace(std::move(first));
+    }
+    StageDp& beam = *full;
     beam.solve();
+    first_beam = true;
     const SearchConstraints& c = request_.constraints;
     for (const DpCandidate& candidate : beam.candidates()) {
       int gpus = 0;

@@ -21,6 +21,19 @@ ProxyTimer::ProxyTimer(const SearchRequest& request, const EvalContext& context,
 }
 
 ProxyTimer::Table& ProxyTimer::table(const StageConfig& config) {
+  // estimate() asks for every stage of every candidate: a direct index before the map.
+  const std::size_t direct = static_cast<std::size_t>(config.pool) * (kDirectTp + 1) + static_cast<std::size_t>(config.tp);
+  const bool indexed = config.pool >= 0 && config.tp >= 0 && config.tp <= kDirectTp;
+  if (indexed && direct < table_index_.size() && table_index_[direct] != nullptr) return *table_index_[direct];
+  Table& t = build_table(config);
+  if (indexed) {
+    if (direct >= table_index_.size()) table_index_.resize(direct + 1, nullptr);
+    table_index_[direct] = &t;  // unordered_map nodes do not move
+  }
+  return t;
+}
+
+ProxyTimer::Table& ProxyTimer::build_table(const StageConfig& config) {
   const std::uint64_t key = (static_cast<std::uint64_t>(config.pool) << 32) | static_cast<std::uint32_t>(config.tp);
   auto found = tables_.find(key);
   if (found != tables_.end()) return found->second;

@@ -27,6 +27,8 @@ class ProxyTimer {
  public:
   ProxyTimer(const SearchRequest& request, const EvalContext& context,
              const std::vector<SearchPool>& pools, int micro_batch_size);
+  ProxyTimer(const ProxyTimer&) = delete;  // its table index points into its own tables
+  ProxyTimer& operator=(const ProxyTimer&) = delete;
 
   struct Estimate {
     double iter_seconds = 0;
@@ -47,6 +49,7 @@ class ProxyTimer {
     std::map<int, std::array<double, 4>> p2p_s;           // by D, then LinkKind, lazily
   };
   Table& table(const StageConfig& config);
+  Table& build_table(const StageConfig& config);  // found or built in tables_
   double p2p_seconds(const StageConfig& config, LinkKind link, int dp);
   double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
 
@@ -59,6 +62,8 @@ class ProxyTimer {
   int mbs_ = 1;
   int blocks_ = 0;
   std::unordered_map<std::uint64_t, Table> tables_;  // key: pool << 32 | tp
+  static constexpr int kDirectTp = 64;
+  std::vector<Table*> table_index_;  // pool x (kDirectTp + 1) + tp -> its entry in tables_
   // Every field in full: a packed 64-bit key collided once models had more than 255 blocks.
   struct SyncKey {
     int pool, tp, first, last, dp, link;

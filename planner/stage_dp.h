@@ -16,11 +16,12 @@
 //   stops runaway cases honestly (truncated() says so), and past max_units blocks the DP runs
 //   over groups of layers, which makes it approximate: stage boundaries fall every
 //   layers_per_position() layers until refine() re-splits a candidate (docs/planner.md).
+//   A beam (max_states_per_depth) relaxes a depth's states lazily, lowest score bound first,
+//   and keeps exactly the states relaxing all of them would (keep_best_states()).
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <vector>
 
 #include "planner/memory_model.h"
@@ -55,9 +56,15 @@ struct StageDpInput {
   // are kept (keep_best_states()). The search uses it to find a first plan whose time bounds
   // the exact run on large clusters; every pipeline it returns is still a real one.
   std::int64_t max_states_per_depth = 0;
+  // A beam that relaxes every state of a depth before choosing, instead of only those whose
+  // lower bound can still enter (same states and rows; the test compares both).
+  bool eager_beam_reference = false;
   // The first version's O(blocks^2) sweep per (state, config) instead of the O(blocks) one;
   // same result cell for cell. Only the bench and the tests use it, as the baseline.
   bool quadratic_reference = false;
+  // The O(blocks) sliding-window sweep for every row, also where the source row never increases
+  // and the single-pointer sweep would serve (same result cell for cell; tests only).
+  bool window_sweep_reference = false;
   // Past this many blocks, the DP runs over positions that group runs of identical layers
   // (embedding and head stay alone), at most max_units of them; refine() then re-splits a
   // candidate over single blocks for its sequence of (pool, TP). 0: one position per block.
@@ -79,6 +86,8 @@ class StageDp {
   // Every complete pipeline the DP found (one per depth and usage vector), with its split.
   std::vector<DpCandidate> candidates() const;
   std::int64_t states() const { return states_; }
+  // States whose rows were computed (a lazy beam skips those that cannot enter it).
+  std::int64_t relaxed_states() const { return relaxed_states_; }
   bool truncated() const { return truncated_; }
   // Block b alone does not fit any config even as the last stage (H2's memory floor).
   bool block_fits_somewhere(int block);
@@ -89,6 +98,10 @@ class StageDp {
   // "maybe": solve() decides. On large clusters most (mbs, D) runs that find nothing are
   // ruled out here (docs/planner.md, "Search at cluster scale").
   bool cannot_complete();
+  // Takes the memory rows `other` has built when it is a solver for the same model, pools,
+  // configs, micro-batch size, D and positions (the rows do not depend on the bound or the
+  // beam), instead of building them again; otherwise a no-op.
+  void reuse_memory_rows(const StageDp& other);
   // Layers per DP position (1: exact, every block boundary searched).
   int layers_per_position() const { return group_; }
   // When positions group layers: the best split over single blocks for the candidate's
@@ -103,12 +116,42 @@ class StageDp {
     std::vector<float> tau;      // states x (blocks + 1)
     std::vector<std::int16_t> prev_block;
     std::vector<std::int16_t> config;
+    std::vector<int> parent;  // states x configs: the state a move with that config came from
     // Per state: the lowest and highest start block with a finite tau (lowest > highest: none).
     std::vector<int> first_finite, last_finite;
-    std::unordered_map<std::uint64_t, int> index;
+  };
+  // The next depth's states by key while it is built (open addressing, linear probing; the
+  // per-depth unordered_map's node allocations were ~5 % of a cluster-scale search).
+  class StateIndex {
+   public:
+    void clear(std::size_t expected);
+    // The id stored for `key`, or `id` after storing it when absent.
+    int find_or_add(std::uint64_t key, int id);
+    int find(std::uint64_t key) const;  // -1 when absent
+
+   private:
+    std::size_t slot_of(std::uint64_t key) const;
+    std::vector<std::uint64_t> keys_;
+    std::vector<int> ids_;  // -1: empty slot
+    std::size_t size_ = 0;
+  };
+
+  // One transition to relax: source state, config, target state in the next level, and (for a
+  // beam) a lower bound on the target's beam score from this move (lowest_end_score()).
+  struct Move {
+    int state = 0;
+    int config = 0;
+    int target = 0;
+    float bound = 0;
   };
 
   int add_state(Level& level, std::uint64_t key, const int* usage);
+  void allocate_rows(Level& level) const;
+  void build_end_rows(int depth, int in_flight, float limit);
+  static float lowest_end_score(const float* tau, const float* ends, int lo, int hi);
+  double beam_score(const float* tau, int first, int last, double stages_left) const;
+  void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
+  void describe_sources(const Level& level);
   void build_memory_rows(int in_flight);
   void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
   const int* fine_memory_row(int c, int in_flight);
@@ -117,7 +160,7 @@ class StageDp {
     return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
   std::vector<StageChoice> reconstruct(int depth, int state) const;
-  void keep_best_states(int depth);
+  void keep_best_states(int depth, float limit);
 
   StageDpInput in_;
   int blocks_ = 0;       // DP positions (= model blocks unless grouped)
@@ -136,7 +179,15 @@ class StageDp {
   std::vector<std::vector<int>> mem_start_;  // per in-flight count, built on first use
   std::vector<Level> levels_;
   std::vector<int> window_;  // relax_linear()'s deque, reused
+  std::vector<double> fastest_prefix_;  // per position: the least prefix time over the configs
+  std::vector<float> end_rows_;         // build_end_rows(), per config x position, this depth
+  std::vector<Move> moves_;             // this depth's transitions, in creation order
+  Level beam_arena_;
+  StateIndex next_index_;
+  std::vector<char> source_nonincreasing_;    // describe_sources(), per state of this depth
+  std::vector<std::int16_t> source_runs_;     // describe_sources(), per state x position                    // keep_best_states()'s rows, reused
   std::int64_t states_ = 0;
+  std::int64_t relaxed_states_ = 0;
   bool truncated_ = false;
 };
 

@@ -7,6 +7,9 @@
 // printed for context only.
 // Single-threaded: the search is. Uses Sailor's measured profiles and network fits from
 // $FLOTILLA_DATA when present, else the FLOP estimate (said in the output).
+// Flags: --only N (one scenario), --quick, --skip-baseline, --deep, --cluster-scale (issue 13
+// item 4's 14,336 GPUs; with --model NAME one model, with --search-only just the default search
+// in this process, for perf and for farm-bench's whole-process A/B against another binary).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -247,7 +250,7 @@ bool run_deep(const fp::EvalContext& context, const fp::GpuCatalog& catalog, boo
 // search without the DP's relaxation pre-check (prune_by_relaxation = false, which is what the
 // relaxation saves). Goal: <= 1 s, <= 150 MB.
 bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& catalog, double limit_seconds,
-                       bool skip_baseline) {
+                       bool skip_baseline, const std::string& only_model, bool search_only) {
   const std::vector<std::pair<const char*, const char*>> zones = {
       {"us-central1-a", "us-central1"}, {"us-central1-b", "us-central1"}, {"us-east1-b", "us-east1"}, {"us-west1-a", "us-west1"}};
   const std::vector<std::pair<const char*, int>> types = {
@@ -259,6 +262,7 @@ bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& cat
               "(each search in a child process; its RSS includes the %.0f MB the bench held at fork)\n\n",
               self.ru_maxrss / 1024.0);
   for (const char* model : {"llama-3-8b", "llama-2-70b", "gpt-3-175b"}) {
+    if (!only_model.empty() && only_model != model) continue;
     fp::SearchRequest request;
     request.model = *fp::find_preset(model);
     request.global_batch_size = 2048;
@@ -266,6 +270,27 @@ bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& cat
       for (const auto& [zone, region] : zones)
         request.pools.push_back({catalog.find(gpu)->name, zone, region, count / 4, 8});
     request.options.max_plans = 1;
+    if (search_only) {  // one search in this process, nothing else: for perf and farm-bench
+      struct rusage start_usage {};
+      getrusage(RUSAGE_SELF, &start_usage);
+      const Timed shown = timed_search(request, context, 1);
+      struct rusage end_usage {};
+      getrusage(RUSAGE_SELF, &end_usage);
+      const auto cpu = [](const struct rusage& u) {
+        return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+      };
+      std::printf("%s\n  search   %8.3f s (CPU %.3f s)  %10.0f tokens/s  %.6f s/iter  %s  (%lld DP runs, %lld by beam, "
+                  "%lld ruled out, %lld states)\n\n",
+                  model, shown.seconds, cpu(end_usage) - cpu(start_usage), tokens(shown.result),
+                  shown.result.plans.empty() ? 0.0 : shown.result.plans.front().evaluation.iter_seconds,
+                  shown.result.plans.empty() ? shown.result.failure.c_str()
+                                             : fp::describe_plan(shown.result.plans.front().plan).c_str(),
+                  static_cast<long long>(shown.result.stats.dp_runs),
+                  static_cast<long long>(shown.result.stats.beam_dp_runs),
+                  static_cast<long long>(shown.result.stats.dp_runs_ruled_out),
+                  static_cast<long long>(shown.result.stats.dp_states));
+      continue;
+    }
     fp::SearchRequest before = request;
     before.options.group_pools_across_regions = false;
     before.options.beam_when_truncated = false;
@@ -311,7 +336,11 @@ int main(int argc, char** argv) {
   bool quick = false, skip_baseline = false, deep_only = false, cluster_scale_only = false;
   int only = 0;
   double old_limit_seconds = 60;
+  std::string only_model;    // --model NAME: one cluster-scale model only
+  bool search_only = false;  // --search-only: cluster scale, the default search alone, in this process
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) only_model = argv[++i];
+    if (std::strcmp(argv[i], "--search-only") == 0) search_only = true;
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;                 // one repeat
     if (std::strcmp(argv[i], "--skip-baseline") == 0) skip_baseline = true;  // search only
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = std::atoi(argv[++i]);  // 1-based
@@ -351,7 +380,7 @@ int main(int argc, char** argv) {
   std::printf("search = stage DP + H1-H6 + branch and bound; baseline = the same without the bound "
               "(Sailor's recipe)\n\n");
   bool goals_met = true;
-  if (cluster_scale_only) return run_cluster_scale(context, catalog, old_limit_seconds * 2, skip_baseline) ? 0 : 1;
+  if (cluster_scale_only) return run_cluster_scale(context, catalog, old_limit_seconds * 2, skip_baseline, only_model, search_only) ? 0 : 1;
   for (std::size_t index = 0; index < scenarios.size(); ++index) {
     const Scenario& scenario = scenarios[index];
     if (deep_only || (only > 0 && static_cast<std::size_t>(only) != index + 1)) continue;
