@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -361,6 +362,7 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
   auto run = runs_.find(uid);
   if (pod["metadata"].contains("deletionTimestamp")) {
     pending_.erase(key);
+    pulling_.erase(uid);
     bool live = false;
     if (run != runs_.end())
       for (const auto& c : run->second.containers) live = live || (c.running && c.pid > 0);
@@ -401,7 +403,46 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
     });
     return;
   }
+  if (still_pulling(pod, n.object)) return;
   start_pod(pod);
+}
+
+bool Kubelet::still_pulling(const Json& pod, const Json& node) {
+  const std::string uid = pod["metadata"].value("uid", "");
+  const std::string text =
+      node.value("/metadata/annotations"_json_pointer, Json::object()).value(kImagePullSecondsAnnotation, "");
+  char* end = nullptr;
+  const double seconds = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (!(seconds > 0) || end == nullptr || *end != '\0') {
+    pulling_.erase(uid);
+    return false;
+  }
+  const auto now = Clock::now();
+  auto [it, first] = pulling_.try_emplace(
+      uid, Pull{pod["metadata"].value("namespace", ""), pod["metadata"].value("name", ""),
+                now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))});
+  if (now >= it->second.done_at) {
+    pulling_.erase(it);
+    return false;
+  }
+  if (first) {
+    Json statuses = Json::array();
+    for (const auto& c : pod["spec"].value("containers", Json::array()))
+      statuses.push_back({{"name", c.value("name", "")},
+                          {"image", c.value("image", "")},
+                          {"imageID", ""},
+                          {"ready", false},
+                          {"started", false},
+                          {"restartCount", 0},
+                          {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}});
+    api_.mutate(*pods_, it->second.ns, it->second.name, [&](Json& p) {
+      if (!p["status"].is_object()) p["status"] = Json::object();
+      p["status"]["phase"] = "Pending";
+      p["status"]["containerStatuses"] = statuses;
+      return true;
+    });
+  }
+  return true;
 }
 
 std::vector<int> Kubelet::allocate_gpus(const std::string& node, int count) const {
@@ -845,6 +886,10 @@ void Kubelet::reap_children() {
 
 void Kubelet::timers() {
   auto now = Clock::now();
+  std::vector<Pull> pulled;
+  for (const auto& [uid, pull] : pulling_)
+    if (now >= pull.done_at) pulled.push_back(pull);
+  for (const Pull& pull : pulled) handle_pod_guarded(pull.ns, pull.name);
   for (auto& [uid, run] : runs_) {
     if (run.terminating && now >= run.kill_at) {
       kill_run(run, SIGKILL);

@@ -19,7 +19,9 @@
 //   Processes get the pod's env (value, fieldRef, configMapKeyRef, secretKeyRef, envFrom),
 //   POD_NAME, POD_NAMESPACE, POD_UID, POD_IP, NODE_NAME, FLOTILLA_VISIBLE_GPUS,
 //   FLOTILLA_GPU_TYPE, FLOTILLA_POD_DIR (also the working dir), and CUDA_VISIBLE_DEVICES when
-//   the node asks for it; stdout+stderr go to <pod dir>/<container>.log. Unless
+//   the node asks for it; stdout+stderr go to <pod dir>/<container>.log. A node annotated with
+//   kImagePullSecondsAnnotation holds each pod bound to it Pending (ContainerCreating) that long
+//   before starting it, as a slow image pull would. Unless
 //   automountServiceAccountToken is false, the pod's ServiceAccount token, the cluster CA and
 //   the namespace are written to <pod dir>/serviceaccount/ (token 0600) and the processes get
 //   KUBERNETES_SERVICE_HOST/PORT and FLOTILLA_SERVICEACCOUNT_DIR (and KUBECONFIG emptied), so
@@ -78,6 +80,11 @@ struct ServiceAccountMounts {
 // /var/run/secrets/kubernetes.io/serviceaccount, which local processes cannot share).
 inline constexpr char kServiceAccountDirEnv[] = "FLOTILLA_SERVICEACCOUNT_DIR";
 
+// A node annotation (seconds, e.g. "8"): every pod bound to that node stays Pending, its
+// containers waiting with reason ContainerCreating, that long before they start, as on a node
+// pulling a large image (`kubectl annotate node n1 devcluster.flotilla.io/image-pull-seconds=8`).
+inline constexpr char kImagePullSecondsAnnotation[] = "devcluster.flotilla.io/image-pull-seconds";
+
 class Kubelet {
  public:
   Kubelet(Api& api, KubeletOptions options);
@@ -130,6 +137,9 @@ class Kubelet {
   void reap_children();
   void timers();
   void gc_pass();
+  // True while the pod's node still "pulls its image" (kImagePullSecondsAnnotation); the first
+  // call publishes its containers as waiting, ContainerCreating. timers() handles it when due.
+  bool still_pulling(const Json& pod, const Json& node);
   void start_pod(const Json& pod);
   bool start_container(Run& run, size_t index, const Json& pod);
   void publish_status(Run& run);
@@ -161,6 +171,13 @@ class Kubelet {
   std::map<std::string, Run> runs_;  // by pod uid
   std::map<pid_t, std::pair<std::string, size_t>> pid_index_;
   std::set<std::string> pending_;  // "ns/name" waiting for a node
+  // Bound pods whose node emulates a slow image pull (kImagePullSecondsAnnotation),
+  // by uid: when their containers may start. Until then the pod is Pending, ContainerCreating.
+  struct Pull {
+    std::string ns, name;
+    std::chrono::steady_clock::time_point done_at;
+  };
+  std::map<std::string, Pull> pulling_;  // by pod uid (a re-created pod pulls again)
   std::string starting_marker_;    // the container being spawned, recorded before its fork
   bool pending_dirty_ = true;
   bool gc_dirty_ = true;

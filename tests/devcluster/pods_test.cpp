@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 
 #include "devcluster_process.h"
 
@@ -69,6 +70,28 @@ TEST_F(DevclusterPods, ScheduledByGpuAndSelectorRunsWithEnvAndExitIsReflected) {
   EXPECT_EQ(dc.call("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Da100-0").second["items"].size(), 0u);
   auto logs = dc.kubectl("logs job-2");
   EXPECT_EQ(logs.output, "gpus=0,1\n") << "job-1 finished, so its GPUs are free again";
+}
+
+// A node annotated to pull images slowly holds its pods Pending, ContainerCreating, that long
+// (kubectl annotate node); nodes without it start at once.
+TEST_F(DevclusterPods, ANodeEmulatingASlowImagePullHoldsItsPodsPendingThatLong) {
+  ASSERT_EQ(dc.kubectl("annotate node h100-0 devcluster.flotilla.io/image-pull-seconds=2").exit_code, 0);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", pod("slow", "sleep 30", "Never", {{"nodeName", "h100-0"}})).first,
+            201);
+  ASSERT_EQ(dc.call("POST", "/api/v1/namespaces/default/pods", pod("quick", "sleep 30", "Never", {{"nodeName", "a100-0"}})).first,
+            201);
+  ASSERT_TRUE(eventually([&] {
+    return get_pod("slow").value("/status/containerStatuses/0/state/waiting/reason"_json_pointer, std::string()) ==
+           "ContainerCreating";
+  })) << get_pod("slow").dump(2);
+  EXPECT_EQ(phase("slow"), "Pending");
+  ASSERT_TRUE(eventually([&] { return phase("quick") == "Running"; })) << get_pod("quick").dump(2);
+  EXPECT_EQ(phase("slow"), "Pending") << "still pulling while the other node's pod runs";
+  ASSERT_TRUE(eventually([&] { return phase("slow") == "Running"; })) << get_pod("slow").dump(2);
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(waited_s, 2.0);
+  EXPECT_LT(waited_s, 10.0);
 }
 
 TEST_F(DevclusterPods, RestartPolicyAlwaysRestartsAndUnschedulableIsReported) {

@@ -81,6 +81,39 @@ TEST_F(LocalCluster, ChangingTrainStepsExtendsAFinishedJobAndRelaunchesARunningO
   EXPECT_EQ(expected_step, final_step);
 }
 
+// Gang start: a world over two pods starts its ranks only once both pods' sidecars are up. With
+// node n1 pulling its image for 4 s, no rank runs while n1's pod is Pending (the barrier stays
+// below the epoch), and the job then trains as if both had started together: no failure, the
+// loss of an uninterrupted run.
+TEST_F(LocalCluster, RanksInSeveralPodsStartTogetherAfterASlowImagePull) {
+  ASSERT_EQ(kubectl("annotate node n1 devcluster.flotilla.io/image-pull-seconds=4").exit_code, 0);
+  std::ofstream(dir_ / "job.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
+                                      "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 30\n"
+                                      "  resources: {minGPUs: 4}\n  worker: {image: w, data: "
+                                   << (dir_ / "data.txt").string() << "}\n  checkpoint: {path: "
+                                   << (dir_ / "ckpt").string() << "}\n";
+  ASSERT_EQ(kubectl("apply -f " + (dir_ / "job.yaml").string()).exit_code, 0);
+  int seen_pulling = 0;
+  std::string started_early;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const std::string n1_phase = kubectl("get pod demo-n1-g2 -o 'jsonpath={.status.phase}'").output;
+        const std::string barrier = field(".status.plan.barrier");
+        if (n1_phase == "Pending") {
+          ++seen_pulling;
+          if (!barrier.empty() && barrier != "0") started_early = "barrier " + barrier + " while n1's pod is Pending";
+        }
+        return field(".status.phase") == "Succeeded";
+      },
+      90s))
+      << field(".status") << "\n" << events();
+  EXPECT_GT(seen_pulling, 0) << "n1's pod was never seen pulling: the test shows nothing";
+  EXPECT_EQ(started_early, "");
+  EXPECT_EQ(field(".status.plan.epoch"), "1") << "started once, never relaunched";
+  EXPECT_EQ(field(".status.failures"), "");
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(30));
+}
+
 // A data file that does not exist, on a world that spans two pods (so only the operator can
 // relaunch it): the relaunches back off 1, 2 and 4 s, the 4th failure in a row without a step
 // (spec.backoffLimit's default, 3) fails the job with the sidecar's line naming the file, and no
