@@ -108,8 +108,9 @@ std::vector<std::string> launch_differences(const PodPlan& launched, const PodPl
   aligned.barrier = launched.barrier;
   const Json was = Json::parse(encode_pod_plan(launched));
   const Json now = Json::parse(encode_pod_plan(aligned));
+  // Only fields the launched plan carries: one written by an older operator lacks the newer
+  // optional fields (its sidecar ran their defaults), and an upgrade must not relaunch every job.
   std::set<std::string> keys;
-  for (const auto& [key, value] : now.items()) keys.insert(key);
   for (const auto& [key, value] : was.items()) keys.insert(key);
   const auto shown = [](const Json& plan, const std::string& key) {
     return plan.contains(key) ? plan[key].dump() : std::string("(unset)");

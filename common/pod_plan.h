@@ -110,7 +110,9 @@ std::variant<PodPlan, std::string> parse_pod_plan(std::string_view json_text);
 // The fields in which `wanted` differs from the plan a pod's workers were `launched` with,
 // epoch and barrier aside, each as "trainSteps: 500 -> 900" (wire names, JSON values), by
 // name; empty when the workers run what is wanted. The operator relaunches on any difference:
-// workers take these only at launch.
+// workers take these only at launch. A field `launched` does not carry (an older operator's
+// plan, without the newer optional fields) is no difference: its sidecar ran the default, and
+// an operator upgrade must not relaunch every running job.
 std::vector<std::string> launch_differences(const PodPlan& launched, const PodPlan& wanted);
 
 std::string encode_pod_report(const PodReport& report);
