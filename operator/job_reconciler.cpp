@@ -81,6 +81,15 @@ void phase(Context& c, const std::string& p) { c.status["phase"] = p; }
 void condition(Context& c, const std::string& type, bool v, const std::string& reason, const std::string& message) {
   set_condition(c.status, type, v, reason, message, c.job.spec.generation, c.job.now);
 }
+// True when the status's condition of `type` already says exactly this.
+bool condition_says(const Context& c, const std::string& type, bool v, const std::string& reason,
+                    const std::string& message) {
+  for (const Json& cond : c.status.value("conditions", Json::array()))
+    if (cond.value("type", "") == type)
+      return cond.value("status", "") == (v ? "True" : "False") && cond.value("reason", "") == reason &&
+             cond.value("message", "") == message;
+  return false;
+}
 void event(Context& c, const std::string& type, const std::string& reason, const std::string& message) {
   c.actions.events.push_back({type, reason, message});
 }
@@ -157,8 +166,10 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   const planner::ClusterSpec snapshot = c.job.cluster->snapshot_for(spec.key());
   const PlanOutcome outcome = plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
   if (!outcome.plan) {
+    // Every reconcile (5 s) retries; the event goes out once per distinct failure, not each time.
+    const bool repeated = condition_says(c, "Planned", false, outcome.reason, outcome.message);
     condition(c, "Planned", false, outcome.reason, outcome.message);
-    event(c, "Warning", outcome.reason, outcome.message);
+    if (!repeated) event(c, "Warning", outcome.reason, outcome.message);
     return false;
   }
   JobPlan plan = *outcome.plan;

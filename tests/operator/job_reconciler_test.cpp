@@ -581,3 +581,31 @@ TEST(JobReconciler, ASucceededJobWhoseTrainStepsAreRaisedTrainsOn) {
   EXPECT_EQ(a.create[0].plan.train_steps, 300);
   EXPECT_EQ(a.create[0].plan.barrier, 2) << "nothing old runs: it starts at once";
 }
+
+// A change the planner cannot honour (a global batch the fixed virtual shards do not divide) keeps
+// the job running as it was, says why in Planned, and tells it in one event, not one per reconcile.
+TEST(JobReconciler, ARePlanThatFailsKeepsTheJobRunningAndWarnsOnce) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kRunning, 1, 30);
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+  h.obs.spec = changed_spec(R"({"globalBatchSize": 7})", 2);
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1) << "nothing launched";
+  const std::string planned = condition(h.obs.status, "Planned");
+  EXPECT_EQ(planned.rfind("False/", 0), 0u) << planned;
+  int warnings = 0;
+  for (const auto& e : a.events) warnings += e.type == "Warning";
+  EXPECT_EQ(warnings, 1);
+  for (int i = 0; i < 3; ++i) {
+    a = h.step();
+    h.apply(a);
+    for (const auto& e : a.events) EXPECT_NE(e.type, "Warning") << "repeated: " << e.reason << ": " << e.message;
+  }
+  EXPECT_EQ(h.epoch(), 1);
+  EXPECT_TRUE(h.obs.pods.size() == 1 && !h.obs.pods[0].deleting) << "the running pod is kept";
+}
