@@ -413,7 +413,12 @@ bool Kubelet::still_pulling(const Json& pod, const Json& node) {
       node.value("/metadata/annotations"_json_pointer, Json::object()).value(kImagePullSecondsAnnotation, "");
   char* end = nullptr;
   const double seconds = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-  if (!(seconds > 0) || end == nullptr || *end != '\0') {
+  if (!text.empty() && (end == nullptr || *end != '\0' || !(seconds >= 0 && seconds <= kMaxImagePullSeconds)))
+    std::cerr << "flotilla-devcluster: kubelet: node " + node["metadata"].value("name", "") + ": " +
+                     kImagePullSecondsAnnotation + " '" + text + "' is not a number of seconds in [0, " +
+                     std::to_string(static_cast<int>(kMaxImagePullSeconds)) + "]; ignored\n"
+              << std::flush;
+  if (!(seconds > 0 && seconds <= kMaxImagePullSeconds) || end == nullptr || *end != '\0') {
     pulling_.erase(uid);
     return false;
   }
@@ -890,6 +895,9 @@ void Kubelet::timers() {
   for (const auto& [uid, pull] : pulling_)
     if (now >= pull.done_at) pulled.push_back(pull);
   for (const Pull& pull : pulled) handle_pod_guarded(pull.ns, pull.name);
+  // Whatever is still due was not started by handle_pod() (the pod is gone, Failed with its node,
+  // or bound elsewhere): forget it, or it would be handled again every tick for good.
+  for (auto it = pulling_.begin(); it != pulling_.end();) it = now >= it->second.done_at ? pulling_.erase(it) : std::next(it);
   for (auto& [uid, run] : runs_) {
     if (run.terminating && now >= run.kill_at) {
       kill_run(run, SIGKILL);

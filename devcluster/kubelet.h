@@ -84,6 +84,7 @@ inline constexpr char kServiceAccountDirEnv[] = "FLOTILLA_SERVICEACCOUNT_DIR";
 // containers waiting with reason ContainerCreating, that long before they start, as on a node
 // pulling a large image (`kubectl annotate node n1 devcluster.flotilla.io/image-pull-seconds=8`).
 inline constexpr char kImagePullSecondsAnnotation[] = "devcluster.flotilla.io/image-pull-seconds";
+inline constexpr double kMaxImagePullSeconds = 3600;  // a value outside [0, 1 h] is ignored (logged)
 
 class Kubelet {
  public:
@@ -167,7 +168,7 @@ class Kubelet {
   const ResourceType* nodes_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  std::mutex mutex_;  // guards runs_ and pending_ against admin calls
+  std::mutex mutex_;  // guards runs_, pending_ and pulling_ against admin calls
   std::map<std::string, Run> runs_;  // by pod uid
   std::map<pid_t, std::pair<std::string, size_t>> pid_index_;
   std::set<std::string> pending_;  // "ns/name" waiting for a node

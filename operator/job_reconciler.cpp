@@ -30,6 +30,15 @@ bool report_is(const PodObservation* p, std::int64_t epoch, std::initializer_lis
   return std::find(states.begin(), states.end(), p->report->state) != states.end();
 }
 
+// A pod whose processes have ended without finishing `epoch`: Failed, or Succeeded under an
+// earlier epoch (its sidecar exited before it read the new plan, e.g. the job's last step came
+// just as trainSteps was raised). Its sidecar reads no plan any more, so it is deleted and
+// created again; one that finished `epoch` itself (its report says so) is done, not ended.
+bool ended_before(const PodObservation& p, std::int64_t epoch) {
+  if (p.deleting) return false;
+  return p.phase == "Failed" || (p.phase == "Succeeded" && !report_is(&p, epoch, {PodState::kSucceeded}));
+}
+
 void write_decision(Json& status, const scaler::AllocatorDecision& d, std::int64_t epoch, const std::string& now) {
   ScalingDecision entry{.action = scaler::to_string(d.action), .reason = d.reason, .epoch = epoch, .time = now};
   if (d.benefit) {
@@ -132,14 +141,13 @@ void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
     wanted.insert(pod.name);
     const PodPlan pp = pod_plan_for(c.job.spec, plan, pod, barrier);
     const PodObservation* existing = find_pod(c.job, pod.name);
-    // A pod that ended (Failed, or Succeeded under an earlier epoch: its sidecar has exited and
-    // reads no new plan) is deleted and replaced by converge() once gone.
-    const bool ended = existing != nullptr && (existing->phase == "Failed" || existing->phase == "Succeeded");
+    // An ended pod is deleted and replaced by converge() once gone.
+    const bool ended = existing != nullptr && ended_before(*existing, plan.epoch);
     if (existing != nullptr && !existing->deleting && !ended && live(*existing, *c.job.cluster))
       c.actions.annotate.emplace_back(pod.name, pp);
     else if (existing == nullptr && room.take(pod))
       c.actions.create.push_back({pod, pp});
-    else if (existing != nullptr && !existing->deleting && ended)
+    else if (ended)
       c.actions.remove.push_back(pod.name);
   }
   for (const PodObservation& p : c.job.pods)
@@ -161,15 +169,16 @@ PlanConstraints constraints_for(const JobSpec& spec, const std::optional<JobPlan
 // Plans epoch `epoch`; on success writes status.plan and acts. Returns false on failure (the
 // status then says why).
 bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target, std::int64_t epoch,
-                  bool old_workers_may_run, const std::string& why) {
+                  bool old_workers_may_run, const std::string& why, const std::string& failure_context = "") {
   const JobSpec& spec = c.job.spec;
   const planner::ClusterSpec snapshot = c.job.cluster->snapshot_for(spec.key());
   const PlanOutcome outcome = plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
   if (!outcome.plan) {
     // Every reconcile (5 s) retries; the event goes out once per distinct failure, not each time.
-    const bool repeated = condition_says(c, "Planned", false, outcome.reason, outcome.message);
-    condition(c, "Planned", false, outcome.reason, outcome.message);
-    if (!repeated) event(c, "Warning", outcome.reason, outcome.message);
+    const std::string message = failure_context + outcome.message;
+    const bool repeated = condition_says(c, "Planned", false, outcome.reason, message);
+    condition(c, "Planned", false, outcome.reason, message);
+    if (!repeated) event(c, "Warning", outcome.reason, message);
     return false;
   }
   JobPlan plan = *outcome.plan;
@@ -208,6 +217,32 @@ bool barrier_can_lift(const Context& c, const JobPlan& plan) {
   return true;
 }
 
+// While the barrier holds, the Running condition names what holds it: a gang whose pod is stuck
+// (an image that cannot be pulled, a node whose GPUs are still taken) waits as long as it takes,
+// so the user must be able to see which pod to look at.
+void waiting_for_pods(Context& c, const JobPlan& plan) {
+  std::string waiting;
+  const auto add = [&](const std::string& what) { waiting += (waiting.empty() ? "" : ", ") + what; };
+  std::set<std::string> names;
+  for (const PlanPod& pod : plan.pods) {
+    names.insert(pod.name);
+    const PodObservation* p = find_pod(c.job, pod.name);
+    if (p != nullptr && !p->deleting && report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) continue;
+    if (p == nullptr) add(pod.name + " (not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " + pod.node + ")");
+    else if (p->deleting) add(pod.name + " (terminating)");
+    else if (p->phase == "Pending") add(pod.name + " (Pending: its containers have not started)");
+    else
+      add(pod.name + " (" + (p->report && p->report->epoch == plan.epoch ? std::string(to_string(p->report->state))
+                                                                         : std::string("its sidecar has not reported")) +
+          ")");
+  }
+  for (const PodObservation& p : c.job.pods)
+    if (!names.count(p.name) && p.phase != "Succeeded" && p.phase != "Failed") add(p.name + " (old, still running)");
+  if (waiting.empty()) return;  // every pod is there: only a relaunch backoff holds the barrier
+  condition(c, "Running", false, "WaitingForPods",
+            "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + waiting);
+}
+
 // Every old worker stopped: the new ranks may start, unless a relaunch after a failure still
 // backs off (the shell reconciles again when that ends).
 void lift_barrier_after_backoff(Context& c, const JobPlan& plan) {
@@ -236,7 +271,7 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
     const PodPlan want = pod_plan_for(c.job.spec, plan, pod, barrier);
     if (p == nullptr) {
       if (room.take(pod)) c.actions.create.push_back({pod, want});
-    } else if (!p->deleting && p->phase == "Failed") {
+    } else if (ended_before(*p, plan.epoch)) {
       c.actions.remove.push_back(pod.name);
     } else if (!p->deleting && (!p->plan || p->plan->epoch != want.epoch || p->plan->barrier != want.barrier))
       c.actions.annotate.emplace_back(pod.name, want);
@@ -246,22 +281,60 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
       c.actions.remove.push_back(p.name);
 }
 
-// What a spec changed since the plan's workers were launched (trainSteps, data, seed, ...), as
-// "trainSteps: 500 -> 900", from the first pod of this epoch whose plan annotation differs from
-// what the spec now gives; empty when none does. Workers read these only at launch, so a change
-// means a new epoch; pods of an older epoch (mid-rescale) are compared once re-annotated.
-std::string launch_change(const Context& c, const JobPlan& plan) {
+// What a spec changed since the plan's workers were launched, from the first pod of this epoch
+// whose plan annotation differs from what the spec now gives (pods of an older epoch, mid-rescale,
+// are compared once re-annotated). Workers read these only at launch, so a change means a new
+// epoch, unless it touches what the job's checkpoint pins: the reference worker refuses a
+// checkpoint of another model, seed or global batch, Megatron-LM one of another model, so
+// relaunching onto it would only crash-loop the job into Failed.
+struct LaunchChange {
+  std::string relaunch;  // "trainSteps: 500 -> 900, ...": relaunch under a new epoch
+  std::string pinned;    // "seed: 1234 -> 99": refused while the checkpoint (same folder) exists
+};
+
+bool pinned_by_checkpoint(const std::string& field, WorkerKind kind) {
+  if (field == "model") return true;
+  return kind == WorkerKind::kFlotilla && (field == "seed" || field == "globalBatchSize");
+}
+
+LaunchChange launch_change(const Context& c, const JobPlan& plan) {
+  LaunchChange out;
+  const bool checkpointed = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1}) >= 0;
   for (const PlanPod& pod : plan.pods) {
     const PodObservation* p = find_pod(c.job, pod.name);
     if (p == nullptr || p->deleting || !p->plan || p->plan->epoch != plan.epoch) continue;
     const std::vector<std::string> diff =
         launch_differences(*p->plan, pod_plan_for(c.job.spec, plan, pod, p->plan->barrier));
     if (diff.empty()) continue;
-    std::string out;
-    for (const std::string& d : diff) out += (out.empty() ? "" : ", ") + d;
+    bool new_folder = false;
+    for (const std::string& d : diff) new_folder = new_folder || d.rfind("checkpointDir:", 0) == 0;
+    for (const std::string& d : diff) {
+      const bool pinned = checkpointed && !new_folder && pinned_by_checkpoint(d.substr(0, d.find(':')), c.job.spec.worker_kind);
+      std::string& list = pinned ? out.pinned : out.relaunch;
+      list += (list.empty() ? "" : ", ") + d;
+    }
     return out;
   }
-  return "";
+  return out;
+}
+
+// The SpecApplied condition: False while a change cannot reach the workers (set only once there
+// was one, so jobs whose spec never changed carry no extra condition).
+void spec_applied(Context& c, const LaunchChange& change) {
+  const std::int64_t step = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1});
+  if (!change.pinned.empty()) {
+    const std::string message = "the running workers keep their launch: " + change.pinned +
+                                " cannot change once the job has checkpointed (step " + std::to_string(step) +
+                                " in " + c.job.spec.checkpoint_path +
+                                "); revert it, or give a new checkpoint.path to train afresh";
+    const bool repeated = condition_says(c, "SpecApplied", false, "CheckpointPinsIt", message);
+    condition(c, "SpecApplied", false, "CheckpointPinsIt", message);
+    if (!repeated) event(c, "Warning", "CheckpointPinsIt", message);
+    return;
+  }
+  for (const Json& cond : c.status.value("conditions", Json::array()))
+    if (cond.value("type", "") == "SpecApplied" && cond.value("status", "") == "False")
+      condition(c, "SpecApplied", true, "Applied", "");
 }
 
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
@@ -292,7 +365,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       gave_up = std::max(gave_up, p->report->restarts);
     }
   }
-  const std::string changed = launch_change(c, plan);
+  const LaunchChange change = launch_change(c, plan);
+  spec_applied(c, change);
+  const std::string changed = change.pinned.empty() ? change.relaunch : "";
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
   // A world in one pod restarts locally up to spec.backoffLimit times (its pod plan's
   // maxLocalRestarts) before its sidecar gives up; with a limit of 0 there is no local restart
@@ -331,7 +406,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
                                      : "the spec changed what the workers run (" + changed + ")";
     if (d != nullptr && (lost > 0 || failed || resize)) write_decision(c.status, *d, plan.epoch + 1, job.now);
     const int max_gpus = lost > 0 ? std::min(target, plan.gpus - lost) : (resize ? target : plan.gpus);
-    if (max_gpus <= 0 || !plan_and_act(c, plan, max_gpus, plan.epoch + 1, true, why)) {
+    const bool only_spec = lost == 0 && !failed && !resize;
+    const std::string failure_context = only_spec ? "the spec change (" + changed + ") cannot be planned: " : "";
+    if (max_gpus <= 0 || !plan_and_act(c, plan, max_gpus, plan.epoch + 1, true, why, failure_context)) {
       if (lost > 0 || failed) {  // cannot run on what is left: back to the queue
         phase(c, "Pending");
         Json p = c.status["plan"];
@@ -339,15 +416,20 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
         p["gpus"] = 0;
         c.status["plan"] = p;
         delete_all_pods(c);
+        return;
       }
+      if (!only_spec) return;
+      // Only the spec changed and it cannot be planned: the workers go on as launched (Planned
+      // says why), and the job's own life (pods, barrier, completion) goes on below.
+    } else {
+      phase(c, "Rescaling");
+      const std::string reason =
+          lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : resize ? d->reason_code : "SpecChanged";
+      condition(c, "Rescaling", true, reason,
+                backoff_s > 0 ? why + " (relaunch in " + std::to_string(backoff_s) + " s)" : why);
+      event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
       return;
     }
-    phase(c, "Rescaling");
-    const std::string reason = lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : resize ? d->reason_code : "SpecChanged";
-    condition(c, "Rescaling", true, reason,
-              backoff_s > 0 ? why + " (relaunch in " + std::to_string(backoff_s) + " s)" : why);
-    event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
-    return;
   }
   // A refused scale-up changes nothing but is the answer users look for (why did my job not
   // grow onto the idle GPUs?): its λ, S, overhead and probability go to status once per change.
@@ -359,12 +441,15 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
     if (barrier_can_lift(c, plan)) lift_barrier_after_backoff(c, plan);
+    else waiting_for_pods(c, plan);
     return;
   }
   bool all_running = true, all_done = true;
   for (const PlanPod& pod : plan.pods) {
     const PodObservation* p = find_pod(job, pod.name);
-    const bool done = (p != nullptr && p->phase == "Succeeded") || report_is(p, plan.epoch, {PodState::kSucceeded});
+    // Its own report for this epoch, not the pod's phase: a pod Succeeded under an earlier
+    // epoch (still observed while it is deleted) did not train this one.
+    const bool done = report_is(p, plan.epoch, {PodState::kSucceeded});
     all_done = all_done && done;
     all_running = all_running && (done || report_is(p, plan.epoch, {PodState::kRunning}));
   }

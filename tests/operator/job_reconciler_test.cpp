@@ -119,11 +119,21 @@ TEST(JobReconciler, WaitsForTheAllocatorThenPlansAndCreatesOnePodPerNode) {
   }
   EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
   EXPECT_EQ(h.obs.status["plan"].value("pp", 0) * h.obs.status["plan"].value("dp", 0), 4);
-  // One sidecar up (the other pod still pulling its image, say): the barrier holds, however long.
+  // One sidecar up (the other pod still pulling its image, say): the barrier holds, however long,
+  // and the Running condition names the pod that holds it.
   h.obs.decision.reset();
   h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);
+  h.obs.pods[1].phase = "Pending";
   h.apply(h.step());
   EXPECT_EQ(h.barrier(), 0);
+  EXPECT_EQ(condition(h.obs.status, "Running"), "False/WaitingForPods");
+  std::string waiting;
+  for (const auto& c : h.obs.status["conditions"])
+    if (c.value("type", "") == "Running") waiting = c.value("message", "");
+  EXPECT_NE(waiting.find(h.obs.pods[1].name + " (Pending: its containers have not started)"), std::string::npos)
+      << waiting;
+  EXPECT_EQ(waiting.find(h.obs.pods[0].name), std::string::npos) << "the pod at the barrier is not listed: " << waiting;
+  h.obs.pods[1].phase = "Running";
   h.report(h.obs.pods[1], flotilla::PodState::kWaiting, 1);
   a = h.step();
   h.apply(a);
@@ -608,4 +618,84 @@ TEST(JobReconciler, ARePlanThatFailsKeepsTheJobRunningAndWarnsOnce) {
   }
   EXPECT_EQ(h.epoch(), 1);
   EXPECT_TRUE(h.obs.pods.size() == 1 && !h.obs.pods[0].deleting) << "the running pod is kept";
+  bool names_change = false;
+  for (const auto& c : h.obs.status["conditions"])
+    names_change = names_change || c.value("message", "").rfind("the spec change (globalBatchSize: 8 -> 7) cannot be planned: ", 0) == 0;
+  EXPECT_TRUE(names_change) << h.obs.status["conditions"].dump();
+  // Its life goes on: the old workers finish and the job is Succeeded.
+  report_all(h, flotilla::PodState::kSucceeded, 1, 100);
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Succeeded");
+}
+
+// Once a job has checkpointed, a change the checkpoint pins (the reference worker refuses a
+// checkpoint of another seed, global batch or model) is not launched: the workers go on, and
+// SpecApplied says what to do. Reverted, it clears; with a new checkpoint folder it relaunches.
+TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kRunning, 1, 30);
+  h.obs.pods[0].report->last_checkpoint_step = 20;
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+  h.obs.spec = changed_spec(R"({"seed": 99, "trainSteps": 300})", 2);
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1) << "no relaunch onto a checkpoint that would refuse the new seed";
+  EXPECT_EQ(condition(h.obs.status, "SpecApplied"), "False/CheckpointPinsIt");
+  std::string message;
+  for (const auto& c : h.obs.status["conditions"])
+    if (c.value("type", "") == "SpecApplied") message = c.value("message", "");
+  EXPECT_NE(message.find("seed: 1234 -> 99"), std::string::npos) << message;
+  EXPECT_NE(message.find("new checkpoint.path"), std::string::npos) << message;
+  int warnings = 0;
+  for (const auto& e : a.events) warnings += e.type == "Warning";
+  EXPECT_EQ(warnings, 1);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 1);
+  // Reverted (the trainSteps change alone): it relaunches and SpecApplied clears.
+  h.obs.spec = changed_spec(R"({"trainSteps": 300})", 3);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_EQ(condition(h.obs.status, "SpecApplied"), "True/Applied");
+  // A new seed with a new checkpoint folder trains afresh there: relaunched.
+  report_all(h, flotilla::PodState::kStopped, 2, 30);
+  h.apply(h.step());
+  report_all(h, flotilla::PodState::kRunning, 2, 31);
+  h.apply(h.step());
+  ASSERT_EQ(h.epoch(), 2);
+  h.obs.spec = changed_spec(R"({"trainSteps": 300, "seed": 99, "checkpoint": {"path": "/ckpt-2"}})", 4);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 3);
+}
+
+// A pod whose sidecar finished the last step just as a new epoch was planned (it was re-annotated
+// while running, then ended Succeeded under the old epoch) is replaced, not waited on forever.
+TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kRunning, 1, 90);
+  h.apply(h.step());
+  h.obs.spec = changed_spec(R"({"trainSteps": 300})", 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.epoch(), 2);
+  ASSERT_EQ(h.obs.pods[0].plan->epoch, 2) << "re-annotated while it ran";
+  report_all(h, flotilla::PodState::kSucceeded, 1, 100);
+  h.obs.pods[0].phase = "Succeeded";
+  auto a = h.step();
+  h.apply(a);
+  ASSERT_EQ(a.remove.size(), 1u) << "its sidecar has exited: deleted, to be created again";
+  EXPECT_NE(h.phase(), "Succeeded") << "it did not train epoch 2";
+  h.remove_deleted();
+  a = h.step();
+  h.apply(a);
+  ASSERT_EQ(a.create.size(), 1u);
+  EXPECT_EQ(a.create[0].plan.train_steps, 300);
+  report_all(h, flotilla::PodState::kWaiting, 2);
+  h.apply(h.step());
+  EXPECT_EQ(h.barrier(), 2);
 }
