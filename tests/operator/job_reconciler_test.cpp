@@ -515,19 +515,25 @@ fo::JobSpec changed_spec(const std::string& extra, std::int64_t generation) {
   return spec_of(job);
 }
 
+// Admitted on 2 GPUs (one pod, epoch 1) and training at `step`, its last checkpoint `checkpoint`.
+void running_one_pod_job(Harness& h, std::int64_t step, std::int64_t checkpoint = -1) {
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kRunning, 1, step);
+  h.obs.pods[0].report->last_checkpoint_step = checkpoint;
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+}
+
 }  // namespace
 
 // Workers read trainSteps (and data, seed, ...) only at launch: a change to a running job is a
 // new epoch at the same size whose pods carry the new value, and the condition names the field.
 TEST(JobReconciler, ARunningJobWhoseTrainStepsChangeIsRelaunchedUnderANewEpoch) {
   Harness h;
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
-  h.apply(h.step());
-  ASSERT_EQ(h.obs.pods.size(), 1u);
-  h.obs.decision.reset();
-  report_all(h, flotilla::PodState::kRunning, 1, 30);
-  h.apply(h.step());
-  ASSERT_EQ(h.phase(), "Running");
+  running_one_pod_job(h, 30);
   h.apply(h.step());
   EXPECT_EQ(h.epoch(), 1) << "an unchanged spec relaunches nothing";
 
@@ -596,12 +602,7 @@ TEST(JobReconciler, ASucceededJobWhoseTrainStepsAreRaisedTrainsOn) {
 // the job running as it was, says why in Planned, and tells it in one event, not one per reconcile.
 TEST(JobReconciler, ARePlanThatFailsKeepsTheJobRunningAndWarnsOnce) {
   Harness h;
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
-  h.apply(h.step());
-  h.obs.decision.reset();
-  report_all(h, flotilla::PodState::kRunning, 1, 30);
-  h.apply(h.step());
-  ASSERT_EQ(h.phase(), "Running");
+  running_one_pod_job(h, 30);
   h.obs.spec = changed_spec(R"({"globalBatchSize": 7})", 2);
   auto a = h.step();
   h.apply(a);
@@ -633,13 +634,7 @@ TEST(JobReconciler, ARePlanThatFailsKeepsTheJobRunningAndWarnsOnce) {
 // SpecApplied says what to do. Reverted, it clears; with a new checkpoint folder it relaunches.
 TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
   Harness h;
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
-  h.apply(h.step());
-  h.obs.decision.reset();
-  report_all(h, flotilla::PodState::kRunning, 1, 30);
-  h.obs.pods[0].report->last_checkpoint_step = 20;
-  h.apply(h.step());
-  ASSERT_EQ(h.phase(), "Running");
+  running_one_pod_job(h, 30, 20);
   h.obs.spec = changed_spec(R"({"seed": 99, "trainSteps": 300})", 2);
   auto a = h.step();
   h.apply(a);
@@ -675,11 +670,7 @@ TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
 // while running, then ended Succeeded under the old epoch) is replaced, not waited on forever.
 TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {
   Harness h;
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
-  h.apply(h.step());
-  h.obs.decision.reset();
-  report_all(h, flotilla::PodState::kRunning, 1, 90);
-  h.apply(h.step());
+  running_one_pod_job(h, 90);
   h.obs.spec = changed_spec(R"({"trainSteps": 300})", 2);
   h.apply(h.step());
   ASSERT_EQ(h.epoch(), 2);
