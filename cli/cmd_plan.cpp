@@ -436,6 +436,7 @@ static int run_plan(const std::vector<std::string>& raw) {
                      {"dp_states", result.stats.dp_states},
                      {"beam_dp_runs", result.stats.beam_dp_runs},
                      {"dp_runs_ruled_out", result.stats.dp_runs_ruled_out},
+                     {"dp_solves_recalled", result.stats.dp_solves_recalled},
                      {"evaluations", result.stats.evaluations}};
     if (!args.launcher.empty()) {
       auto launch = render_launch(placed, args.megatron);

@@ -54,6 +54,9 @@ struct GpuType {
   // the reference worker's CPU backend runs at this speed and within this memory. The planner
   // plans for it like any other type.
   bool emulated = false;
+
+  // Field by field: the stage DP's memo (stage_dp_memo.h) treats two copies alike.
+  bool operator==(const GpuType&) const = default;
 };
 
 class GpuCatalog {

@@ -9,6 +9,7 @@
 #include "planner/search_proxy.h"
 #include "planner/search_space.h"
 #include "planner/stage_dp.h"
+#include "planner/stage_dp_memo.h"
 
 namespace flotilla::planner {
 
@@ -98,11 +99,12 @@ class Searcher {
   // found, which seeds the branch and bound.
   // `beamed_dp`: the largest D another search over these pools (or fewer) already had to search
   // by beams; runs at that D or below skip the capped exact run (seed_bound()).
+  // `memo`: solved DP runs shared with other searches (the mixed-type passes); null: none.
   Searcher(const SearchRequest& request, const EvalContext& context, SearchResult& result,
            const std::vector<SearchPool>* pools = nullptr, std::optional<double> known_best = std::nullopt,
-           int beamed_dp = 0)
+           int beamed_dp = 0, StageDpMemo* memo = nullptr)
       : request_(request), context_(context), result_(result), collector_(request, result),
-        best_feasible_value_(known_best), beamed_dp_(beamed_dp) {
+        best_feasible_value_(known_best), beamed_dp_(beamed_dp), memo_(memo) {
     pools_ = pools != nullptr ? *pools : merged_pools(request, *context.catalog);
     if (request.options.group_pools_across_regions) pools_ = group_pools_across_regions(request, pools_);
     for (const SearchPool& pool : pools_) total_gpus_ += pool.gpus;
@@ -223,7 +225,7 @@ class Searcher {
         StageDp beam(input);
         beam.reuse_memory_rows(*dp_solver);
         dp_solver.emplace(std::move(beam));
-        dp_solver->solve();
+        solve(input, *dp_solver);
       }
     }
     StageDp& solver = *dp_solver;
@@ -337,7 +339,7 @@ class Searcher {
                   ProxyTimer& timer, std::optional<StageDp>& full, bool& first_beam) {
     if (!request_.options.beam_when_truncated || !request_.options.branch_and_bound || !request_.options.heuristics ||
         input.max_states <= kSeedStates) {
-      full->solve();
+      solve(input, *full);
       return false;
     }
     // States grow as D shrinks, and do not shrink as the micro-batch grows (a stage holds fewer
@@ -350,7 +352,7 @@ class Searcher {
       seed.stop_when_truncated = true;  // a truncated seed is discarded
       StageDp solver(seed);
       solver.reuse_memory_rows(*full);
-      solver.solve();
+      solve(seed, solver);
       if (!solver.truncated()) {  // complete: it is the full run
         full.emplace(std::move(solver));
         return false;
@@ -366,7 +368,7 @@ class Searcher {
       full.emplace(std::move(first));
     }
     StageDp& beam = *full;
-    beam.solve();
+    solve(beam_input, beam);
     first_beam = true;
     const SearchConstraints& c = request_.constraints;
     for (const DpCandidate& candidate : beam.candidates()) {
@@ -380,6 +382,16 @@ class Searcher {
       if (!best_feasible_value_ || value < *best_feasible_value_) best_feasible_value_ = value;
     }
     return true;
+  }
+
+  // Solves `solver` (built from `input`), or takes an identical earlier run's outcome from the
+  // memo the mixed-type passes share.
+  void solve(const StageDpInput& input, StageDp& solver) {
+    if (memo_ == nullptr) {
+      solver.solve();
+      return;
+    }
+    if (memo_->solve(input, solver)) ++result_.stats.dp_solves_recalled;
   }
 
   // Drops the candidates whose stages cannot each sit in one region of a pool grouped across
@@ -531,6 +543,7 @@ class Searcher {
   std::vector<Pending> pending_;
   std::optional<double> best_feasible_value_;
   int beamed_dp_ = 0;  // the largest D searched by beams so far (0: none yet)
+  StageDpMemo* memo_ = nullptr;
   int total_gpus_ = 0;
   int blocks_ = 0;
   int max_stages_ = 1;
@@ -603,22 +616,27 @@ void add_mixed_stage_plans(const SearchRequest& request, const EvalContext& cont
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   if (order.size() > kMaxMixedPasses) order.resize(kMaxMixedPasses);
+  // Around the best one-type plan only: its micro-batch size, its D, twice and four times
+  // its D (the replicas a run-out type could not add). Four times: the mixed optimum can be
+  // a shallower pipeline at a larger D than the one-type best (SearchTest's 6 A100-40 +
+  // 2 A100-80: D 1 x 3 stages one-type, D 4 x 1 stage mixed, once p2p charges every replica
+  // sending from a node). Every D up to the pool's size cost 25-30 % more DP runs at 14,336
+  // GPUs for the same plans. The full space when nothing was found. One request for every
+  // pass: the memo compares the model and training options by address.
+  SearchRequest around = request;
+  if (!result.plans.empty()) {
+    const Plan& best = result.plans.front().plan;
+    around.options.micro_batch_sizes = {best.micro_batch_size};
+    around.options.dp_degrees = {best.dp(), 2 * best.dp(), 4 * best.dp()};
+  }
+  // Passes in regions with the same pools solve the same DP runs (14,336 GPUs: us-east1 and
+  // us-west1, state for state); the memo solves each once.
+  StageDpMemo memo;
+  StageDpMemo* shared_memo = request.options.reuse_identical_dp_runs ? &memo : nullptr;
   for (const auto& [priority, index] : order) {
     const std::vector<SearchPool>& pools = sets[index];
-    // Around the best one-type plan only: its micro-batch size, its D, twice and four times
-    // its D (the replicas a run-out type could not add). Four times: the mixed optimum can be
-    // a shallower pipeline at a larger D than the one-type best (SearchTest's 6 A100-40 +
-    // 2 A100-80: D 1 x 3 stages one-type, D 4 x 1 stage mixed, once p2p charges every replica
-    // sending from a node). Every D up to the pool's size cost 25-30 % more DP runs at 14,336
-    // GPUs for the same plans. The full space when nothing was found.
-    SearchRequest around = request;
-    if (!result.plans.empty()) {
-      const Plan& best = result.plans.front().plan;
-      around.options.micro_batch_sizes = {best.micro_batch_size};
-      around.options.dp_degrees = {best.dp(), 2 * best.dp(), 4 * best.dp()};
-    }
     SearchResult more;
-    Searcher(around, context, more, &pools, known_best, beamed_dp).run();
+    Searcher(around, context, more, &pools, known_best, beamed_dp, shared_memo).run();
     result.stats += more.stats;
     for (const auto& [kind, count] : more.rejection_counts) result.rejection_counts[kind] += count;
     for (RankedPlan& p : more.plans)
@@ -694,6 +712,7 @@ void merge_stats(const SearchStats& from, SearchStats& into) {
   into.dp_states += from.dp_states;
   into.beam_dp_runs += from.beam_dp_runs;
   into.dp_runs_ruled_out += from.dp_runs_ruled_out;
+  into.dp_solves_recalled += from.dp_solves_recalled;
   into.evaluations += from.evaluations;
   into.plans_considered += from.plans_considered;
   into.layers_per_dp_position = std::max(into.layers_per_dp_position, from.layers_per_dp_position);

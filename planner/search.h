@@ -97,6 +97,10 @@ struct SearchOptions {
   // one per pool; StageDp::cannot_complete()) skips the runs that cannot find a pipeline that
   // fits and beats the bound. Exact: results are unchanged. false: every run is solved.
   bool prune_by_relaxation = true;
+  // The mixed-type passes share a memo of solved stage-DP runs (stage_dp_memo.h): a run whose
+  // inputs equal an earlier pass's (on 14,336 GPUs, the passes in us-east1 and us-west1) takes
+  // its outcome instead of solving again. Exact: results are unchanged. false: every run solved.
+  bool reuse_identical_dp_runs = true;
   int max_plans = 5;         // ranked plans returned
   int max_rejections = 12;   // rejection lines returned, at most 3 per kind and each reason
                              // once (rejection_counts keep all)
@@ -131,6 +135,9 @@ struct SearchStats {
   std::int64_t beam_dp_runs = 0;
   // (mbs, D) runs skipped because the DP's relaxation showed they find nothing (not in dp_runs).
   std::int64_t dp_runs_ruled_out = 0;
+  // Stage-DP solves (exact runs, capped seeds, beams) that took an identical earlier solve's
+  // outcome from the mixed-type passes' memo (SearchOptions::reuse_identical_dp_runs).
+  std::int64_t dp_solves_recalled = 0;
   std::int64_t evaluations = 0;   // evaluate() calls
   std::int64_t plans_considered = 0;
   int layers_per_dp_position = 1;  // > 1: the DP grouped layers (max_stage_dp_positions)
@@ -142,6 +149,7 @@ struct SearchStats {
     dp_states += other.dp_states;
     beam_dp_runs += other.beam_dp_runs;
     dp_runs_ruled_out += other.dp_runs_ruled_out;
+    dp_solves_recalled += other.dp_solves_recalled;
     evaluations += other.evaluations;
     plans_considered += other.plans_considered;
     return *this;

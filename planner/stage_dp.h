@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "planner/memory_model.h"
@@ -85,6 +86,17 @@ class StageDp {
   void solve();
   // Every complete pipeline the DP found (one per depth and usage vector), with its split.
   std::vector<DpCandidate> candidates() const;
+  // What solve() found, for another run with identical inputs (stage_dp_memo.h).
+  struct Outcome {
+    std::vector<DpCandidate> candidates;
+    std::int64_t states = 0;
+    std::int64_t relaxed_states = 0;
+    bool truncated = false;
+  };
+  Outcome outcome() const;
+  // Instead of solve(): takes the outcome of a run whose inputs were identical, so candidates(),
+  // states(), relaxed_states() and truncated() answer as solve() would have.
+  void adopt(Outcome outcome);
   std::int64_t states() const { return states_; }
   // States whose rows were computed (a lazy beam skips those that cannot enter it).
   std::int64_t relaxed_states() const { return relaxed_states_; }
@@ -189,6 +201,7 @@ class StageDp {
   std::int64_t states_ = 0;
   std::int64_t relaxed_states_ = 0;
   bool truncated_ = false;
+  std::optional<std::vector<DpCandidate>> adopted_candidates_;  // adopt()
 };
 
 }  // namespace flotilla::planner

@@ -280,7 +280,7 @@ bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& cat
         return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
       };
       std::printf("%s\n  search   %8.3f s (CPU %.3f s)  %10.0f tokens/s  %.6f s/iter  %s  (%lld DP runs, %lld by beam, "
-                  "%lld ruled out, %lld states)\n\n",
+                  "%lld ruled out, %lld states; %lld solves recalled)\n\n",
                   model, shown.seconds, cpu(end_usage) - cpu(start_usage), tokens(shown.result),
                   shown.result.plans.empty() ? 0.0 : shown.result.plans.front().evaluation.iter_seconds,
                   shown.result.plans.empty() ? shown.result.failure.c_str()
@@ -288,7 +288,8 @@ bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& cat
                   static_cast<long long>(shown.result.stats.dp_runs),
                   static_cast<long long>(shown.result.stats.beam_dp_runs),
                   static_cast<long long>(shown.result.stats.dp_runs_ruled_out),
-                  static_cast<long long>(shown.result.stats.dp_states));
+                  static_cast<long long>(shown.result.stats.dp_states),
+                  static_cast<long long>(shown.result.stats.dp_solves_recalled));
       continue;
     }
     fp::SearchRequest before = request;
