@@ -18,6 +18,21 @@ ProxyTimer::ProxyTimer(const SearchRequest& request, const EvalContext& context,
                        const std::vector<SearchPool>& pools, int micro_batch_size)
     : request_(request), context_(context), pools_(pools), mbs_(micro_batch_size) {
   blocks_ = request.model.num_blocks();
+  for (const SearchPool& pool : pools) {
+    zone_base_.push_back(zones_);
+    zones_ += static_cast<int>(pool.zones.size());
+  }
+  links_.assign(static_cast<std::size_t>(zones_) * zones_, -1);
+}
+
+LinkKind ProxyTimer::link_between_zones(int pool_a, std::size_t zone_a, int pool_b, std::size_t zone_b) {
+  const std::size_t a = static_cast<std::size_t>(zone_base_[pool_a]) + zone_a;
+  const std::size_t b = static_cast<std::size_t>(zone_base_[pool_b]) + zone_b;
+  signed char& cached = links_[a * zones_ + b];
+  if (cached < 0)
+    cached = static_cast<signed char>(
+        context_.network->link_between(pools_[pool_a].zones[zone_a].first, pools_[pool_b].zones[zone_b].first, false));
+  return static_cast<LinkKind>(cached);
 }
 
 ProxyTimer::Table& ProxyTimer::table(const StageConfig& config) {
@@ -92,16 +107,31 @@ double ProxyTimer::p2p_cycle(const StageConfig& config, int dp) {
 double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int last, int dp,
                                    LinkKind link) {
   if (dp <= 1) return 0.0;
+  double* dense = nullptr;
+  if (blocks_ <= kDenseSyncBlocks) {
+    Table& t = table(config);
+    const std::size_t span = static_cast<std::size_t>(blocks_) + 1;
+    if (t.sync_dp != dp) {
+      t.sync_dp = dp;
+      t.sync_s.assign(4 * span * span, -1.0);
+    }
+    dense = &t.sync_s[(static_cast<std::size_t>(link) * span + static_cast<std::size_t>(first)) * span +
+                      static_cast<std::size_t>(last)];
+    if (*dense >= 0) return *dense;
+  }
   const SyncKey key{config.pool, config.tp, first, last, dp, static_cast<int>(link)};
-  auto found = sync_.find(key);
-  if (found != sync_.end()) return found->second;
+  if (dense == nullptr) {
+    auto found = sync_.find(key);
+    if (found != sync_.end()) return found->second;
+  }
   // As time_model.cpp: fp32 main grads of the stage's rank, ring all-reduce over the replicas.
   const GpuType& gpu = *pools_[config.pool].gpu;
   const int gpus_per_node = std::max(1, std::min(config.tp, gpu.gpus_per_node));
   const double grad_bytes =
       4.0 * static_cast<double>(stage_params_per_rank(request_.model, first, last, config.tp));
   const double seconds = context_.network->allreduce_seconds(grad_bytes, dp, link, gpu, gpus_per_node);
-  sync_.emplace(key, seconds);
+  if (dense != nullptr) *dense = seconds;
+  else sync_.emplace(key, seconds);
   return seconds;
 }
 
@@ -125,7 +155,8 @@ double ProxyTimer::tied_sync_seconds(const StageConfig& first, std::size_t first
 ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choices,
                                           const std::vector<StageConfig>& configs, int dp,
                                           int num_micro_batches) {
-  std::vector<StageTiming> timings(choices.size());
+  std::vector<StageTiming>& timings = timings_;  // reused: estimate() runs per DP candidate
+  timings.assign(choices.size(), StageTiming{});
   const std::vector<std::size_t> first_zone = stage_first_zones(pools_, configs, choices, dp);
   double usd_per_second = 0;
   for (std::size_t i = 0; i < choices.size(); ++i) {
@@ -138,11 +169,9 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
     timing.forward_s = t.forward[choice.last_block] - t.forward[choice.first_block];
     timing.backward_s = t.backward[choice.last_block] - t.backward[choice.first_block];
     timing.update_s = t.update[choice.last_block] - t.update[choice.first_block];
-    const std::string& zone = pool.zones[z].first;
     if (i + 1 < choices.size()) {
-      const SearchPool& next = pools_[configs[choices[i + 1].config].pool];
-      const LinkKind link = std::max(LinkKind::kInterNode,
-                                     context_.network->link_between(zone, next.zones[first_zone[i + 1]].first, false));
+      const int next = configs[choices[i + 1].config].pool;
+      const LinkKind link = std::max(LinkKind::kInterNode, link_between_zones(config.pool, z, next, first_zone[i + 1]));
       timing.p2p_s = p2p_seconds(config, link, dp);
     }
     // As evaluate() composes it: intra-node when all replicas fit one node of one zone, else
@@ -151,9 +180,8 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
     LinkKind dp_link = LinkKind::kInterNode;
     if (dp > 1 && one_zone && config.tp * dp <= pool.gpu->gpus_per_node) dp_link = LinkKind::kIntraNode;
     if (dp > 1 && dp_link != LinkKind::kIntraNode)
-      dp_link = std::max(dp_link, context_.network->link_between(
-                                      zone, one_zone || !next_zone_in_region(pool, z) ? zone : pool.zones[z + 1].first,
-                                      false));
+      dp_link = std::max(dp_link, link_between_zones(config.pool, z, config.pool,
+                                                     one_zone || !next_zone_in_region(pool, z) ? z : z + 1));
     timing.dp_sync_s = dp_sync_seconds(config, choice.first_block, choice.last_block, dp, dp_link);
     usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
   }

@@ -47,11 +47,19 @@ class ProxyTimer {
   struct Table {
     std::vector<double> forward, backward, update, cycle;  // prefix sums, blocks + 1
     std::map<int, std::array<double, 4>> p2p_s;           // by D, then LinkKind, lazily
+    // dp_sync_seconds() by (LinkKind, first, last) for D = sync_dp, lazily (-1: not yet); the
+    // search asks for one D at a time. Models of at most kDenseSyncBlocks blocks only.
+    int sync_dp = -1;
+    std::vector<double> sync_s;
   };
   Table& table(const StageConfig& config);
   Table& build_table(const StageConfig& config);  // found or built in tables_
   double p2p_seconds(const StageConfig& config, LinkKind link, int dp);
   double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
+
+  // link_between() of two pools' zones, by their index in zone_base_ order (memoized: estimate()
+  // asks for every stage boundary of every candidate, and the network compares zone names).
+  LinkKind link_between_zones(int pool_a, std::size_t zone_a, int pool_b, std::size_t zone_b);
 
   double tied_sync_seconds(const StageConfig& first, std::size_t first_zone, const StageConfig& last,
                            std::size_t last_zone, int num_stages, int dp);
@@ -84,6 +92,11 @@ class ProxyTimer {
     auto operator<=>(const TiedKey&) const = default;
   };
   std::map<TiedKey, double> tied_;
+  static constexpr int kDenseSyncBlocks = 160;  // 4 x 161^2 doubles per table at most (~0.8 MB)
+  std::vector<int> zone_base_;  // per pool: its first zone's index among all pools' zones
+  int zones_ = 0;
+  std::vector<signed char> links_;  // zones_ x zones_ LinkKind, -1: not asked yet
+  std::vector<StageTiming> timings_;  // estimate()'s per-stage timings
 };
 
 // The stage DP's time tables for one (mbs, D), per stage config: the proxy's cycle prefix sums

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace flotilla::planner {
 namespace {
 
@@ -87,6 +89,51 @@ TEST(SearchProxyTest, StageDpMemoryMatchesEvaluateWithFlash) {
   }
   EXPECT_EQ(found[0], 0u);
   EXPECT_GT(found[1], 0u);
+}
+
+// One timer serves a whole micro-batch size: several D in turn, candidates in any order, on
+// pools grouped across regions (zone links differ per stage boundary). Its memos (all-reduce
+// seconds per (link, span) for the current D, links per zone pair) must give each estimate a
+// fresh timer gives (a memo that kept the previous D's all-reduce seconds fails here).
+TEST(SearchProxyTest, TimerSharedAcrossDegreesAndSplitsEqualsAFreshTimer) {
+  const FlopContext flops;
+  SearchRequest request;
+  request.model = *find_preset("gpt-neo-2.7b");
+  request.global_batch_size = 256;
+  request.pools = {{"A100-40", "east-a", "east", 32, 4}, {"A100-40", "east-b", "east", 16, 4},
+                   {"A100-40", "west-a", "west", 32, 4}, {"V100-16", "east-a", "east", 32, 4},
+                   {"V100-16", "west-a", "west", 16, 4}};
+  const std::vector<SearchPool> pools =
+      group_pools_across_regions(request, merged_pools(request, flops.catalog));
+  ASSERT_FALSE(pools.front().regions.empty()) << "the A100-40 pools should group across regions";
+  const int blocks = request.model.num_blocks();
+  const std::vector<std::vector<std::pair<int, int>>> splits = {
+      {{0, 0}}, {{0, 1}, {12, 3}}, {{0, 5}, {7, 0}, {20, 2}}, {{0, 2}, {9, 4}, {18, 1}, {25, 0}}};
+  ProxyTimer shared(request, flops.context, pools, 1);
+  int compared = 0;
+  std::set<double> distinct;
+  for (int round = 0; round < 2; ++round) {  // D in turn, twice: the memo resets and refills
+    for (int dp : {8, 2, 4}) {
+      const std::vector<StageConfig> configs = stage_configs(request, pools, dp);
+      for (const auto& split : splits) {
+        std::vector<StageChoice> choices;
+        for (std::size_t i = 0; i < split.size(); ++i) {
+          const int first = split[i].first;
+          const int last = i + 1 < split.size() ? split[i + 1].first : blocks;
+          choices.push_back({first, last, split[i].second % static_cast<int>(configs.size())});
+        }
+        if (!regions_hold(pools, configs, choices, dp)) continue;
+        const int m = request.global_batch_size / dp;
+        ProxyTimer fresh(request, flops.context, pools, 1);
+        const double expected = fresh.estimate(choices, configs, dp, m).iter_seconds;
+        EXPECT_EQ(shared.estimate(choices, configs, dp, m).iter_seconds, expected) << "D " << dp;
+        distinct.insert(expected);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 12);
+  EXPECT_GE(distinct.size(), 6u);
 }
 
 }  // namespace
