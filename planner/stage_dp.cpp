@@ -482,7 +482,7 @@ double StageDp::beam_score(const float* tau, int first, int last, double stages_
 }
 
 void StageDp::solve() {
-  adopted_candidates_.reset();
+  adopted_.reset();
   levels_.assign(1, Level{});
   std::vector<int> zero(dims_, 0);
   const int root = add_state(levels_[0], 0, zero.data());
@@ -797,16 +797,16 @@ StageDp::Outcome StageDp::outcome() const {
   return {candidates(), states_, relaxed_states_, truncated_};
 }
 
-void StageDp::adopt(Outcome outcome) {
+void StageDp::adopt(std::shared_ptr<const Outcome> outcome) {
   levels_.clear();
-  states_ = outcome.states;
-  relaxed_states_ = outcome.relaxed_states;
-  truncated_ = outcome.truncated;
-  adopted_candidates_ = std::move(outcome.candidates);
+  states_ = outcome->states;
+  relaxed_states_ = outcome->relaxed_states;
+  truncated_ = outcome->truncated;
+  adopted_ = std::move(outcome);
 }
 
 std::vector<DpCandidate> StageDp::candidates() const {
-  if (adopted_candidates_) return *adopted_candidates_;
+  if (adopted_) return adopted_->candidates;
   std::vector<DpCandidate> out;
   for (int depth = 1; depth < static_cast<int>(levels_.size()); ++depth) {
     const Level& level = levels_[depth];

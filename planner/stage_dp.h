@@ -22,7 +22,7 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
+#include <memory>
 #include <vector>
 
 #include "planner/memory_model.h"
@@ -96,7 +96,7 @@ class StageDp {
   Outcome outcome() const;
   // Instead of solve(): takes the outcome of a run whose inputs were identical, so candidates(),
   // states(), relaxed_states() and truncated() answer as solve() would have.
-  void adopt(Outcome outcome);
+  void adopt(std::shared_ptr<const Outcome> outcome);
   std::int64_t states() const { return states_; }
   // States whose rows were computed (a lazy beam skips those that cannot enter it).
   std::int64_t relaxed_states() const { return relaxed_states_; }
@@ -201,7 +201,7 @@ class StageDp {
   std::int64_t states_ = 0;
   std::int64_t relaxed_states_ = 0;
   bool truncated_ = false;
-  std::optional<std::vector<DpCandidate>> adopted_candidates_;  // adopt()
+  std::shared_ptr<const Outcome> adopted_;  // adopt(); shared with the memo, not copied
 };
 
 }  // namespace flotilla::planner

@@ -26,13 +26,13 @@ bool StageDpMemo::same_inputs(const Key& key, const StageDpInput& input) {
   return *input.p2p_cycle_seconds == key.p2p_cycle_seconds && *input.time_prefix == key.time_prefix;
 }
 
-const StageDp::Outcome* StageDpMemo::recall(const StageDpInput& input) const {
+std::shared_ptr<const StageDp::Outcome> StageDpMemo::recall(const StageDpInput& input) const {
   for (const auto& [key, outcome] : runs_)
-    if (same_inputs(key, input)) return &outcome;
+    if (same_inputs(key, input)) return outcome;
   return nullptr;
 }
 
-void StageDpMemo::remember(const StageDpInput& input, StageDp::Outcome outcome) {
+void StageDpMemo::remember(const StageDpInput& input, std::shared_ptr<const StageDp::Outcome> outcome) {
   Key key;
   key.input = input;
   key.input.pools = nullptr;
@@ -51,13 +51,13 @@ void StageDpMemo::remember(const StageDpInput& input, StageDp::Outcome outcome) 
 }
 
 bool StageDpMemo::solve(const StageDpInput& input, StageDp& solver) {
-  if (const StageDp::Outcome* outcome = recall(input)) {
-    solver.adopt(*outcome);
+  if (std::shared_ptr<const StageDp::Outcome> outcome = recall(input)) {
+    solver.adopt(std::move(outcome));
     return true;
   }
   solver.solve();
-  // The solver answers from its outcome too, so its candidates are reconstructed only once.
-  StageDp::Outcome outcome = solver.outcome();
+  // The solver answers from the remembered outcome too, so its candidates are reconstructed once.
+  auto outcome = std::make_shared<const StageDp::Outcome>(solver.outcome());
   remember(input, outcome);
   solver.adopt(std::move(outcome));
   return false;

@@ -16,7 +16,7 @@
 //   must compare it (StageDpMemoTest checks that a differing capacity misses).
 #pragma once
 
-#include <optional>
+#include <memory>
 #include <vector>
 
 #include "planner/stage_dp.h"
@@ -26,9 +26,9 @@ namespace flotilla::planner {
 class StageDpMemo {
  public:
   // The outcome of a remembered run with the same inputs, or nullptr.
-  const StageDp::Outcome* recall(const StageDpInput& input) const;
+  std::shared_ptr<const StageDp::Outcome> recall(const StageDpInput& input) const;
   // Remembers what a run on `input` found.
-  void remember(const StageDpInput& input, StageDp::Outcome outcome);
+  void remember(const StageDpInput& input, std::shared_ptr<const StageDp::Outcome> outcome);
   // Solves `solver` (built from `input`), or adopts an identical run's outcome; true when
   // recalled.
   bool solve(const StageDpInput& input, StageDp& solver);
@@ -45,7 +45,7 @@ class StageDpMemo {
     std::vector<double> p2p_cycle_seconds;
   };
   static bool same_inputs(const Key& key, const StageDpInput& input);
-  std::vector<std::pair<Key, StageDp::Outcome>> runs_;
+  std::vector<std::pair<Key, std::shared_ptr<const StageDp::Outcome>>> runs_;
 };
 
 }  // namespace flotilla::planner
