@@ -29,6 +29,8 @@
 //   exceed kSeedStates exact-DP states is searched by beams instead (heuristic, as the state
 //   budget's truncation was; SearchStats::beam_dp_runs counts them). Before each (mbs, D) run a
 //   relaxation of the DP (StageDp::cannot_complete()) skips runs that would find nothing (exact).
+//   The mixed-type passes share a memo of solved DP runs (stage_dp_memo.h): a run whose inputs
+//   equal an earlier pass's takes its outcome (exact; SearchStats::dp_solves_recalled).
 #pragma once
 
 #include <cstdint>
