@@ -66,6 +66,28 @@ TEST(SearchCliTest, JsonPlanFitsAndPlacementCoversIt) {
   EXPECT_LE(v100, 24);
 }
 
+// Two regions with the same pools: the mixed-type passes in both solve the same stage-DP runs,
+// and the JSON's search stats say how many solves the second took from the first
+// (stage_dp_memo.h); a single region has no twin to recall from.
+TEST(SearchCliTest, JsonCountsStageDpSolvesRecalledFromATwinRegion) {
+  const std::string twin = write_cluster("twin-regions.yaml",
+                                         "pools:\n"
+                                         "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: east-a}\n"
+                                         "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: east-a}\n"
+                                         "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: west-a}\n"
+                                         "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: west-a}\n");
+  const CliRun run = flotilla("plan --model gpt-neo-2.7b --cluster " + twin + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GT(nlohmann::json::parse(run.out).at("search").at("dp_solves_recalled").get<long long>(), 0);
+  const std::string one = write_cluster("one-region.yaml",
+                                        "pools:\n"
+                                        "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: east-a}\n"
+                                        "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: east-a}\n");
+  const CliRun single = flotilla("plan --model gpt-neo-2.7b --cluster " + one + " --json");
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(nlohmann::json::parse(single.out).at("search").at("dp_solves_recalled").get<long long>(), 0);
+}
+
 TEST(SearchCliTest, CostObjectiveMeetsTheThroughputFloor) {
   const CliRun run = flotilla("plan --model opt-350m --cluster " + example("cluster.yaml") +
                            " --objective cost --min-tokens-per-s 20000 --json");
