@@ -706,7 +706,14 @@ void StageDp::keep_best_states(int depth, float limit) {
   for (; !kept.empty(); kept.pop()) chosen.push_back(kept.top().second);
   std::sort(chosen.begin(), chosen.end());
   Level level;
+  // Sized once: growing five row arrays state by state was ~2 % of GPT-3-175B's search (memmove).
+  const std::size_t rows = chosen.size() * cells;
   level.keys.reserve(chosen.size());
+  level.usage.reserve(chosen.size() * static_cast<std::size_t>(dims_));
+  level.tau.reserve(rows);
+  level.prev_block.reserve(rows);
+  level.config.reserve(rows);
+  level.parent.reserve(chosen.size() * in_.configs->size());
   for (int t : chosen) {
     const int id = static_cast<int>(level.keys.size());
     level.keys.push_back(next.keys[t]);
