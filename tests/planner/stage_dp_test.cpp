@@ -165,6 +165,46 @@ TEST(StageDpTest, LazyBeamEqualsEagerBeam) {
   EXPECT_LT(lazy_rows * 10, eager_rows * 9);  // it skips at least a tenth
 }
 
+// The search does not re-check regions_hold() on the DP's candidates (search.cpp): the DP's usage
+// dimensions per TP level must make every candidate on a pool grouped across regions place, each
+// stage in one region. Hand-computed: A100-40 with 192 / 96 / 96 GPUs in three regions at D 32
+// holds 6 / 3 / 3 TP units; two TP-4 stages (8 of 12 units in all) do not place, since only r1
+// holds a group of 4. The exact DP and a beam must offer no such pipeline, and every candidate
+// must pass regions_hold().
+TEST(StageDpTest, CandidatesOnPoolsGroupedAcrossRegionsHoldTheirRegions) {
+  World world;
+  const EvalContext context = world.context();
+  SearchRequest request = request_for(deep_gpt(24), {});
+  request.global_batch_size = 512;
+  const char* regions[] = {"r1", "r2", "r3"};
+  const int gpus[] = {192, 96, 96};
+  for (int r = 0; r < 3; ++r)
+    request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  const int dp = 32;
+  const std::vector<SearchPool> pools = group_pools_across_regions(request, merged_pools(request, world.catalog));
+  ASSERT_EQ(pools.size(), 1u);
+  const std::vector<StageConfig> configs = stage_configs(request, pools, dp);
+  ProxyTimer timer(request, context, pools, 1);
+  const StageDpTimes times = stage_dp_times(timer, configs, dp);
+  int candidates = 0, with_tp4 = 0;
+  for (std::int64_t width : {std::int64_t{0}, std::int64_t{50}}) {
+    StageDpInput input = stage_dp_input(request, context, pools, configs, times, 1, dp, request.model.num_blocks());
+    input.max_states_per_depth = width;
+    StageDp solver(input);
+    solver.solve();
+    for (const DpCandidate& candidate : solver.candidates()) {
+      ++candidates;
+      int tp4_stages = 0;
+      for (const StageChoice& choice : candidate.choices) tp4_stages += configs[choice.config].tp == 4;
+      with_tp4 += tp4_stages == 1;
+      EXPECT_LE(tp4_stages, 1) << "width " << width << ", " << candidate.stages << " stages";
+      EXPECT_TRUE(regions_hold(pools, configs, candidate.choices, dp)) << "width " << width;
+    }
+  }
+  EXPECT_GT(candidates, 10);
+  EXPECT_GT(with_tp4, 0);  // TP 4 is offered, just never twice
+}
+
 // cannot_complete() may only say "no" where solve() finds no pipeline at all; it must also say it
 // somewhere: below the fastest cycle (the bound rules everything out), and where the GPUs are too
 // few or too small for the model at that D.
