@@ -55,7 +55,8 @@ std::vector<SearchPool> merged_pools(const SearchRequest& request, const GpuCata
 // 14,336-GPU scenario. H5 still holds: materialize_plan() puts each stage's D replicas in one
 // region (assign_regions()). The DP's capacity for a grouped pool is the sum
 // over its regions of what each holds, per TP level (stage_units()), so every candidate places
-// (regions_hold() re-checks) and no split that places is refused.
+// (it passes regions_hold(); the search relies on that and does not re-check) and no split that
+// places is refused.
 std::vector<SearchPool> group_pools_across_regions(const SearchRequest& request, const std::vector<SearchPool>& pools);
 
 // GPUs of the pool's largest region (all of them for a one-region pool): D x TP must fit there.
