@@ -171,7 +171,8 @@ class StageDp {
   int mem_start(int config, int in_flight, int end_block) const {
     return mem_start_[in_flight - 1][static_cast<std::size_t>(config) * (blocks_ + 1) + end_block];
   }
-  std::vector<StageChoice> reconstruct(int depth, int state) const;
+  // The splits of `count` states of depth `depth` into out[0 .. count).
+  void reconstruct(int depth, const int* states, int count, std::vector<StageChoice>* out) const;
   void keep_best_states(int depth, float limit);
 
   StageDpInput in_;
