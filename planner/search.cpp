@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <set>
 
 #include "planner/search_proxy.h"
@@ -187,6 +188,13 @@ class Searcher {
                                                   " free GPUs for D replicas");
       return std::nullopt;
     }
+    if (request_.options.heuristics) {
+      const auto known = oom_block_by_dp_.find(dp);
+      if (known != oom_block_by_dp_.end() && known->second.first <= mbs) {
+        collector_.reject("oom", what, known->second.second);
+        return std::nullopt;
+      }
+    }
     const StageDpTimes times = stage_dp_times(timer, configs, dp);
     StageDpInput input = stage_dp_input(request_, context_, pools_, configs, times, mbs, dp, max_stages_);
     const int m = input.num_micro_batches;
@@ -203,9 +211,9 @@ class Searcher {
                                  : b == blocks_ - 1
                                      ? "the LM head (block " + std::to_string(b) + ")"
                                      : "layer " + std::to_string(b);
-        collector_.reject("oom", what,
-                          "OOM: " + name +
-                              " alone exceeds every free GPU's memory at the largest TP allowed");
+        const std::string line = "OOM: " + name + " alone exceeds every free GPU's memory at the largest TP allowed";
+        collector_.reject("oom", what, line);
+        oom_block_by_dp_.emplace(dp, std::make_pair(mbs, line));
         return std::nullopt;
       }
     }
@@ -524,6 +532,11 @@ class Searcher {
   Collector collector_;
   std::vector<SearchPool> pools_;
   std::deque<std::vector<StageConfig>> config_sets_;
+  // H2's verdicts by D: the block that fit no (GPU, TP) alone and the smallest micro-batch size
+  // it failed at. A block's memory only grows with the micro-batch size and D fixes the configs,
+  // so the same block fails every larger size at that D: those points are rejected without
+  // building their tables (a 30,000-layer model built them for every size in every search).
+  std::map<int, std::pair<int, std::string>> oom_block_by_dp_;
   std::vector<Pending> pending_;
   std::optional<double> best_feasible_value_;
   int beamed_dp_ = 0;  // the largest D searched by beams so far (0: none yet)
