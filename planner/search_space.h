@@ -107,8 +107,9 @@ bool tied_placement_differs(const SearchRequest& request, const std::vector<Sear
                             const std::vector<StageConfig>& configs, const std::vector<StageChoice>& choices);
 
 // Whether the stages' replicas fit their pools' regions, each stage in one region (only pools
-// grouped across regions can fail it; exact for power-of-two TP degrees). A stage-DP candidate
-// that fails it is dropped before it can bound the search.
+// grouped across regions can fail it; exact for power-of-two TP degrees). The stage DP's usage
+// dimensions per TP level enforce the same condition, so the search does not call it; the tests
+// hold the DP's candidates to it.
 bool regions_hold(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
                   const std::vector<StageChoice>& choices, int dp);
 
