@@ -90,14 +90,24 @@ void phase(Context& c, const std::string& p) { c.status["phase"] = p; }
 void condition(Context& c, const std::string& type, bool v, const std::string& reason, const std::string& message) {
   set_condition(c.status, type, v, reason, message, c.job.spec.generation, c.job.now);
 }
+// The status's condition of `type` (set_condition() keeps one per type), or an empty object.
+Json condition_of(const Json& status, const std::string& type) {
+  for (const Json& cond : status.value("conditions", Json::array()))
+    if (cond.value("type", "") == type) return cond;
+  return Json::object();
+}
 // True when the status's condition of `type` already says exactly this.
 bool condition_says(const Context& c, const std::string& type, bool v, const std::string& reason,
                     const std::string& message) {
-  for (const Json& cond : c.status.value("conditions", Json::array()))
-    if (cond.value("type", "") == type)
-      return cond.value("status", "") == (v ? "True" : "False") && cond.value("reason", "") == reason &&
-             cond.value("message", "") == message;
-  return false;
+  const Json cond = condition_of(c.status, type);
+  return cond.value("status", "") == (v ? "True" : "False") && cond.value("reason", "") == reason &&
+         cond.value("message", "") == message;
+}
+// True when the condition of `type` is True and was set under an older spec generation (the
+// user re-applied a changed spec since the job Failed or Succeeded).
+bool true_before_generation(const Json& status, const std::string& type, std::int64_t generation) {
+  const Json cond = condition_of(status, type);
+  return cond.value("status", "") == "True" && cond.value("observedGeneration", std::int64_t{0}) < generation;
 }
 void event(Context& c, const std::string& type, const std::string& reason, const std::string& message) {
   c.actions.events.push_back({type, reason, message});
@@ -183,7 +193,7 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   }
   JobPlan plan = *outcome.plan;
   // Gang start: ranks in several pods start together, once every pod's sidecar is up and waits
-  // at the barrier (barrier_can_lift()). Without it, ranks whose pod started first waited for a
+  // at the barrier (not_at_barrier()). Without it, ranks whose pod started first waited for a
   // peer still pulling its image (minutes for a PyTorch image) until their rendezvous timed out,
   // and each such timeout counted as a failure towards spec.backoffLimit.
   const bool gang = plan.pods.size() > 1;
@@ -202,45 +212,43 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   return true;
 }
 
-// Barrier: every pod of the plan stopped (or waits, if new: its sidecar is up) under the epoch,
-// and nothing else of the job is left.
-bool barrier_can_lift(const Context& c, const JobPlan& plan) {
+// The barrier lifts once every pod of the plan stopped (or waits, if new: its sidecar is up)
+// under the epoch and nothing else of the job is left; this lists what is not there yet, each
+// with why, for the Running condition: a gang whose pod is stuck (an image that cannot be
+// pulled, a node whose GPUs are still taken) waits as long as it takes, so the user must be
+// able to see which pod to look at. Empty: the barrier may lift.
+std::vector<std::string> not_at_barrier(const Context& c, const JobPlan& plan) {
+  std::vector<std::string> waiting;
   std::set<std::string> names;
   for (const PlanPod& pod : plan.pods) {
     names.insert(pod.name);
     const PodObservation* p = find_pod(c.job, pod.name);
-    if (p == nullptr || p->deleting || !live(*p, *c.job.cluster)) return false;
-    if (!report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) return false;
+    if (p == nullptr) {
+      waiting.push_back(pod.name + " (not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " +
+                        pod.node + ")");
+    } else if (p->deleting) {
+      waiting.push_back(pod.name + " (terminating)");
+    } else if (!live(*p, *c.job.cluster)) {
+      waiting.push_back(pod.name + " (" + (p->phase == "Failed" ? "Failed" : "its node is not ready") + ")");
+    } else if (!report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) {
+      waiting.push_back(pod.name + " (" +
+                        (p->phase == "Pending" ? std::string("Pending: its containers have not started")
+                         : p->report && p->report->epoch == plan.epoch ? std::string(to_string(p->report->state))
+                                                                       : std::string("its sidecar has not reported")) +
+                        ")");
+    }
   }
   for (const PodObservation& p : c.job.pods)
-    if (!names.count(p.name) && p.phase != "Succeeded" && p.phase != "Failed") return false;
-  return true;
+    if (!names.count(p.name) && p.phase != "Succeeded" && p.phase != "Failed")
+      waiting.push_back(p.name + " (old, still running)");
+  return waiting;
 }
 
-// While the barrier holds, the Running condition names what holds it: a gang whose pod is stuck
-// (an image that cannot be pulled, a node whose GPUs are still taken) waits as long as it takes,
-// so the user must be able to see which pod to look at.
-void waiting_for_pods(Context& c, const JobPlan& plan) {
-  std::string waiting;
-  const auto add = [&](const std::string& what) { waiting += (waiting.empty() ? "" : ", ") + what; };
-  std::set<std::string> names;
-  for (const PlanPod& pod : plan.pods) {
-    names.insert(pod.name);
-    const PodObservation* p = find_pod(c.job, pod.name);
-    if (p != nullptr && !p->deleting && report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) continue;
-    if (p == nullptr) add(pod.name + " (not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " + pod.node + ")");
-    else if (p->deleting) add(pod.name + " (terminating)");
-    else if (p->phase == "Pending") add(pod.name + " (Pending: its containers have not started)");
-    else
-      add(pod.name + " (" + (p->report && p->report->epoch == plan.epoch ? std::string(to_string(p->report->state))
-                                                                         : std::string("its sidecar has not reported")) +
-          ")");
-  }
-  for (const PodObservation& p : c.job.pods)
-    if (!names.count(p.name) && p.phase != "Succeeded" && p.phase != "Failed") add(p.name + " (old, still running)");
-  if (waiting.empty()) return;  // every pod is there: only a relaunch backoff holds the barrier
+void waiting_for_pods(Context& c, const JobPlan& plan, const std::vector<std::string>& waiting) {
+  std::string list;
+  for (const std::string& w : waiting) list += (list.empty() ? "" : ", ") + w;
   condition(c, "Running", false, "WaitingForPods",
-            "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + waiting);
+            "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + list);
 }
 
 // Every old worker stopped: the new ranks may start, unless a relaunch after a failure still
@@ -332,9 +340,7 @@ void spec_applied(Context& c, const LaunchChange& change) {
     if (!repeated) event(c, "Warning", "CheckpointPinsIt", message);
     return;
   }
-  for (const Json& cond : c.status.value("conditions", Json::array()))
-    if (cond.value("type", "") == "SpecApplied" && cond.value("status", "") == "False")
-      condition(c, "SpecApplied", true, "Applied", "");
+  if (condition_of(c.status, "SpecApplied").value("status", "") == "False") condition(c, "SpecApplied", true, "Applied", "");
 }
 
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
@@ -440,8 +446,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   }
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
-    if (barrier_can_lift(c, plan)) lift_barrier_after_backoff(c, plan);
-    else waiting_for_pods(c, plan);
+    const std::vector<std::string> waiting = not_at_barrier(c, plan);
+    if (waiting.empty()) lift_barrier_after_backoff(c, plan);
+    else waiting_for_pods(c, plan, waiting);
     return;
   }
   bool all_running = true, all_done = true;
@@ -498,11 +505,7 @@ void no_plan(Context& c, const std::optional<JobPlan>& previous) {
 
 // A Failed job whose spec changed since it failed (re-applied with a fix) runs again.
 bool failed_before_this_generation(const Json& status, std::int64_t generation) {
-  if (status.value("phase", "") != "Failed") return false;
-  for (const Json& cond : status.value("conditions", Json::array()))
-    if (cond.value("type", "") == "Failed" && cond.value("status", "") == "True")
-      return cond.value("observedGeneration", std::int64_t{0}) < generation;
-  return false;
+  return status.value("phase", "") == "Failed" && true_before_generation(status, "Failed", generation);
 }
 
 // Back to Pending with no pods in the plan: admitted again, a new epoch, a fresh failure streak.
@@ -524,11 +527,7 @@ void start_again(Context& c) {
 bool succeeded_short_of_train_steps(const Json& status, const JobSpec& spec) {
   if (status.value("phase", "") != "Succeeded") return false;
   const std::int64_t step = status.value("progress", Json::object()).value("step", std::int64_t{0});
-  if (step >= spec.train_steps) return false;
-  for (const Json& cond : status.value("conditions", Json::array()))
-    if (cond.value("type", "") == "Complete" && cond.value("status", "") == "True")
-      return cond.value("observedGeneration", std::int64_t{0}) < spec.generation;
-  return false;
+  return step < spec.train_steps && true_before_generation(status, "Complete", spec.generation);
 }
 
 void train_on(Context& c) {

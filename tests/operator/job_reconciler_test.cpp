@@ -82,10 +82,19 @@ struct Harness {
   std::int64_t barrier() const { return obs.status["plan"].value("barrier", std::int64_t{0}); }
 };
 
-std::string condition(const nlohmann::json& status, const std::string& type) {
+nlohmann::json condition_of(const nlohmann::json& status, const std::string& type) {
   for (const auto& c : status.value("conditions", nlohmann::json::array()))
-    if (c.value("type", "") == type) return c.value("status", "") + "/" + c.value("reason", "");
-  return "";
+    if (c.value("type", "") == type) return c;
+  return nlohmann::json::object();
+}
+
+std::string condition(const nlohmann::json& status, const std::string& type) {
+  const nlohmann::json c = condition_of(status, type);
+  return c.empty() ? "" : c.value("status", "") + "/" + c.value("reason", "");
+}
+
+std::string condition_message(const nlohmann::json& status, const std::string& type) {
+  return condition_of(status, type).value("message", "");
 }
 
 }  // namespace
@@ -127,9 +136,7 @@ TEST(JobReconciler, WaitsForTheAllocatorThenPlansAndCreatesOnePodPerNode) {
   h.apply(h.step());
   EXPECT_EQ(h.barrier(), 0);
   EXPECT_EQ(condition(h.obs.status, "Running"), "False/WaitingForPods");
-  std::string waiting;
-  for (const auto& c : h.obs.status["conditions"])
-    if (c.value("type", "") == "Running") waiting = c.value("message", "");
+  const std::string waiting = condition_message(h.obs.status, "Running");
   EXPECT_NE(waiting.find(h.obs.pods[1].name + " (Pending: its containers have not started)"), std::string::npos)
       << waiting;
   EXPECT_EQ(waiting.find(h.obs.pods[0].name), std::string::npos) << "the pod at the barrier is not listed: " << waiting;
@@ -544,10 +551,8 @@ TEST(JobReconciler, ARunningJobWhoseTrainStepsChangeIsRelaunchedUnderANewEpoch) 
   EXPECT_EQ(h.phase(), "Rescaling");
   EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/SpecChanged");
   EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 2) << "the same size";
-  bool names_field = false;
-  for (const auto& c : h.obs.status["conditions"])
-    names_field = names_field || c.value("message", "").find("trainSteps: 100 -> 250") != std::string::npos;
-  EXPECT_TRUE(names_field) << h.obs.status["conditions"].dump();
+  EXPECT_NE(condition_message(h.obs.status, "Rescaling").find("trainSteps: 100 -> 250"), std::string::npos)
+      << h.obs.status["conditions"].dump();
   ASSERT_EQ(h.obs.pods.size(), 1u);
   EXPECT_EQ(h.obs.pods[0].plan->train_steps, 250);
   EXPECT_EQ(h.obs.pods[0].plan->epoch, 2);
@@ -572,10 +577,7 @@ TEST(JobReconciler, ASucceededJobWhoseTrainStepsAreRaisedTrainsOn) {
   h.obs.pods[0].phase = "Succeeded";
   h.apply(h.step());
   ASSERT_EQ(h.phase(), "Succeeded");
-  bool says_step = false;
-  for (const auto& c : h.obs.status["conditions"])
-    says_step = says_step || (c.value("type", "") == "Complete" && c.value("message", "") == "trained 100 steps");
-  EXPECT_TRUE(says_step) << h.obs.status["conditions"].dump();
+  EXPECT_EQ(condition_message(h.obs.status, "Complete"), "trained 100 steps");
   h.apply(h.step());
   EXPECT_EQ(h.phase(), "Succeeded") << "nothing changed: it stays done";
 
@@ -619,10 +621,9 @@ TEST(JobReconciler, ARePlanThatFailsKeepsTheJobRunningAndWarnsOnce) {
   }
   EXPECT_EQ(h.epoch(), 1);
   EXPECT_TRUE(h.obs.pods.size() == 1 && !h.obs.pods[0].deleting) << "the running pod is kept";
-  bool names_change = false;
-  for (const auto& c : h.obs.status["conditions"])
-    names_change = names_change || c.value("message", "").rfind("the spec change (globalBatchSize: 8 -> 7) cannot be planned: ", 0) == 0;
-  EXPECT_TRUE(names_change) << h.obs.status["conditions"].dump();
+  EXPECT_EQ(condition_message(h.obs.status, "Planned").rfind("the spec change (globalBatchSize: 8 -> 7) cannot be planned: ", 0),
+            0u)
+      << h.obs.status["conditions"].dump();
   // Its life goes on: the old workers finish and the job is Succeeded.
   report_all(h, flotilla::PodState::kSucceeded, 1, 100);
   h.apply(h.step());
@@ -640,9 +641,7 @@ TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
   h.apply(a);
   EXPECT_EQ(h.epoch(), 1) << "no relaunch onto a checkpoint that would refuse the new seed";
   EXPECT_EQ(condition(h.obs.status, "SpecApplied"), "False/CheckpointPinsIt");
-  std::string message;
-  for (const auto& c : h.obs.status["conditions"])
-    if (c.value("type", "") == "SpecApplied") message = c.value("message", "");
+  const std::string message = condition_message(h.obs.status, "SpecApplied");
   EXPECT_NE(message.find("seed: 1234 -> 99"), std::string::npos) << message;
   EXPECT_NE(message.find("new checkpoint.path"), std::string::npos) << message;
   int warnings = 0;

@@ -19,6 +19,17 @@ struct FlopContext {
   EvalContext context{&catalog, &compute, &network};
 };
 
+// A hand-picked split as stage choices: each (first block, config) pair runs to the next stage's
+// first block, the last to `blocks`; config indices wrap around the `configs` available.
+std::vector<StageChoice> split_choices(const std::vector<std::pair<int, int>>& split, int blocks, std::size_t configs) {
+  std::vector<StageChoice> choices;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const int last = i + 1 < split.size() ? split[i + 1].first : blocks;
+    choices.push_back({split[i].first, last, split[i].second % static_cast<int>(configs)});
+  }
+  return choices;
+}
+
 TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
   const FlopContext flops;
   const EvalContext& context = flops.context;
@@ -39,12 +50,7 @@ TEST(SearchProxyTest, EstimateEqualsEvaluateOnSingleZonePlans) {
         const std::vector<std::vector<std::pair<int, int>>> splits = {
             {{0, 0}}, {{0, 1}, {12, 3}}, {{0, 5}, {7, 0}, {20, 2}}};
         for (const auto& split : splits) {
-          std::vector<StageChoice> choices;
-          for (std::size_t i = 0; i < split.size(); ++i) {
-            const int first = split[i].first;
-            const int last = i + 1 < split.size() ? split[i + 1].first : blocks;
-            choices.push_back({first, last, split[i].second % static_cast<int>(configs.size())});
-          }
+          const std::vector<StageChoice> choices = split_choices(split, blocks, configs.size());
           Plan plan;
           ASSERT_EQ(materialize_plan(request, pools, configs, choices, mbs, dp, plan), "");
           const Evaluation e = evaluate(plan, request.model, context);
@@ -116,12 +122,7 @@ TEST(SearchProxyTest, TimerSharedAcrossDegreesAndSplitsEqualsAFreshTimer) {
     for (int dp : {8, 2, 4}) {
       const std::vector<StageConfig> configs = stage_configs(request, pools, dp);
       for (const auto& split : splits) {
-        std::vector<StageChoice> choices;
-        for (std::size_t i = 0; i < split.size(); ++i) {
-          const int first = split[i].first;
-          const int last = i + 1 < split.size() ? split[i + 1].first : blocks;
-          choices.push_back({first, last, split[i].second % static_cast<int>(configs.size())});
-        }
+        const std::vector<StageChoice> choices = split_choices(split, blocks, configs.size());
         if (!regions_hold(pools, configs, choices, dp)) continue;
         const int m = request.global_batch_size / dp;
         ProxyTimer fresh(request, flops.context, pools, 1);
