@@ -340,7 +340,8 @@ void spec_applied(Context& c, const LaunchChange& change) {
     if (!repeated) event(c, "Warning", "CheckpointPinsIt", message);
     return;
   }
-  if (condition_of(c.status, "SpecApplied").value("status", "") == "False") condition(c, "SpecApplied", true, "Applied", "");
+  if (condition_of(c.status, "SpecApplied").value("status", "") == "False")
+    condition(c, "SpecApplied", true, "Applied", "");
 }
 
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
@@ -447,8 +448,10 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
     const std::vector<std::string> waiting = not_at_barrier(c, plan);
-    if (waiting.empty()) lift_barrier_after_backoff(c, plan);
-    else waiting_for_pods(c, plan, waiting);
+    if (waiting.empty())
+      lift_barrier_after_backoff(c, plan);
+    else
+      waiting_for_pods(c, plan, waiting);
     return;
   }
   bool all_running = true, all_done = true;

@@ -71,14 +71,18 @@ TEST(SearchCliTest, JsonPlanFitsAndPlacementCoversIt) {
 // (stage_dp_memo.h); a single region has no twin to recall from.
 TEST(SearchCliTest, JsonCountsStageDpSolvesRecalledFromATwinRegion) {
   const auto recalled = [](const std::string& file, const std::string& pools) {
-    const CliRun run = flotilla("plan --model gpt-neo-2.7b --cluster " + write_cluster(file, "pools:\n" + pools) + " --json");
+    const CliRun run =
+        flotilla("plan --model gpt-neo-2.7b --cluster " + write_cluster(file, "pools:\n" + pools) + " --json");
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    return run.exit_code == 0 ? nlohmann::json::parse(run.out).at("search").at("dp_solves_recalled").get<long long>() : -1;
+    return run.exit_code == 0 ? nlohmann::json::parse(run.out).at("search").at("dp_solves_recalled").get<long long>()
+                              : -1;
   };
-  const std::string east = "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: east-a}\n"
-                           "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: east-a}\n";
-  const std::string west = "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: west-a}\n"
-                           "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: west-a}\n";
+  const std::string east =
+      "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: east-a}\n"
+      "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: east-a}\n";
+  const std::string west =
+      "  - {gpu: A100-40, nodes: 2, gpus_per_node: 4, zone: west-a}\n"
+      "  - {gpu: V100-16, nodes: 6, gpus_per_node: 4, zone: west-a}\n";
   EXPECT_GT(recalled("twin-regions.yaml", east + west), 0);
   EXPECT_EQ(recalled("one-region.yaml", east), 0);
 }

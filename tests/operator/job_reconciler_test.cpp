@@ -621,7 +621,8 @@ TEST(JobReconciler, ARePlanThatFailsKeepsTheJobRunningAndWarnsOnce) {
   }
   EXPECT_EQ(h.epoch(), 1);
   EXPECT_TRUE(h.obs.pods.size() == 1 && !h.obs.pods[0].deleting) << "the running pod is kept";
-  EXPECT_EQ(condition_message(h.obs.status, "Planned").rfind("the spec change (globalBatchSize: 8 -> 7) cannot be planned: ", 0),
+  EXPECT_EQ(condition_message(h.obs.status, "Planned")
+                .rfind("the spec change (globalBatchSize: 8 -> 7) cannot be planned: ", 0),
             0u)
       << h.obs.status["conditions"].dump();
   // Its life goes on: the old workers finish and the job is Succeeded.
