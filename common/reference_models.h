@@ -7,6 +7,7 @@
 // Assumes: nothing (header-only constants, included by rooms that do not link each other).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace flotilla {
@@ -27,6 +28,13 @@ inline constexpr ReferenceModelShape kReferenceModels[] = {
     {"small", 4, 64, 4, 64, 256},
     {"gpt-125m", 12, 768, 12, 1024, 32000},
 };
+
+// The names, comma-separated in table order ("tiny, small, gpt-125m"), for errors that list them.
+inline std::string reference_model_names() {
+  std::string names;
+  for (const ReferenceModelShape& m : kReferenceModels) names += (names.empty() ? "" : ", ") + std::string(m.name);
+  return names;
+}
 
 // Floats one transformer block of the reference worker keeps for the backward pass of one
 // micro-batch of `batch` sequences (fp32, no dropout, materialised attention probabilities): x,

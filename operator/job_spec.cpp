@@ -141,18 +141,6 @@ void read_worker(SpecReader& r, JobSpec& s) {
   if (s.worker_kind == WorkerKind::kMegatron) read_megatron(r, s.megatron);
 }
 
-std::string reference_model_names() {
-  std::string names;
-  for (const ReferenceModelShape& m : kReferenceModels) names += (names.empty() ? "" : ", ") + std::string(m.name);
-  return names;
-}
-
-std::string planner_preset_names() {
-  std::string names;
-  for (const planner::ModelSpec& m : planner::model_presets()) names += (names.empty() ? "" : ", ") + m.name;
-  return names;
-}
-
 // What the pods can train: the reference worker knows only its own models, by their exact name
 // (worker/model/config.cpp), so any other model would fail at launch, relaunch after backoff and
 // end BackoffLimitExceeded; Megatron-LM trains any planner preset or an inline modelSpec. Either
@@ -174,7 +162,7 @@ void check_model(SpecReader& r, const JobSpec& s) {
     return;
   }
   if (!s.model_spec && !planner::find_preset(s.model))
-    r.fail("model", "unknown model '" + s.model + "': name a planner preset (" + planner_preset_names() +
+    r.fail("model", "unknown model '" + s.model + "': name a planner preset (" + planner::preset_names() +
                         ") or describe it in spec.modelSpec");
 }
 

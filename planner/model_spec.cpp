@@ -161,6 +161,12 @@ double block_forward_flops(const ModelSpec& m, int block, int seq_len) {
   return transformer_layer_forward_flops(seq_len, m.hidden, q, kv, m.ffn_hidden, mlp_mats);
 }
 
+std::string preset_names() {
+  std::string names;
+  for (const ModelSpec& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;
+  return names;
+}
+
 const std::vector<ModelSpec>& model_presets() {
   static const std::vector<ModelSpec> presets = make_presets();
   return presets;

@@ -56,6 +56,8 @@ double block_forward_flops(const ModelSpec& m, int block, int seq_len);
 
 const std::vector<ModelSpec>& model_presets();
 std::optional<ModelSpec> find_preset(std::string_view name);
+// The presets' names, comma-separated in table order, for errors that list them.
+std::string preset_names();
 
 // Canonical form of a name for matching: lower case, '_' and ' ' -> '-', trailing "b"/"m"
 // size suffix kept. Exposed so the GPU catalog and profile lookup match names the same way.

@@ -128,10 +128,8 @@ Result<ModelSpec> resolve_model(const std::string& name_or_path) {
   if (auto p = find_preset(name_or_path)) return *p;
   std::error_code ec;
   if (std::filesystem::is_regular_file(name_or_path, ec)) return load_model_spec_file(name_or_path);
-  std::string names;
-  for (const ModelSpec& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;
-  return Result<ModelSpec>::failure("unknown model '" + name_or_path +
-                                    "': give a preset (" + names + ") or a spec file path");
+  return Result<ModelSpec>::failure("unknown model '" + name_or_path + "': give a preset (" + preset_names() +
+                                    ") or a spec file path");
 }
 
 }  // namespace flotilla::planner

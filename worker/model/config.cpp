@@ -47,12 +47,6 @@ std::optional<GPTConfig> gpt_preset(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string> gpt_preset_names() {
-  std::vector<std::string> names;
-  for (const ReferenceModelShape& m : kReferenceModels) names.emplace_back(m.name);
-  return names;
-}
-
 float learning_rate(const TrainConfig& train, std::int64_t step) {
   if (train.warmup_steps > 0 && step < train.warmup_steps)
     return static_cast<float>(static_cast<double>(train.lr) * static_cast<double>(step + 1) /

@@ -46,7 +46,6 @@ std::string validate(const GPTConfig& config);
 // "tiny" (2 layers, 32 hidden, 2 heads, 32 seq), "small" (4 layers, 64 hidden, 4 heads,
 // 64 seq), "gpt-125m" (12 layers, 768 hidden, 12 heads, 1024 seq, vocab 32000). nullopt for unknown names.
 std::optional<GPTConfig> gpt_preset(std::string_view name);
-std::vector<std::string> gpt_preset_names();
 
 struct TrainConfig {
   float lr = 1e-3f;             // peak learning rate

@@ -1,6 +1,7 @@
 #include "worker/runtime/job_options.h"
 
 #include "common/flag_map.h"
+#include "common/reference_models.h"
 #include "common/significant_digits.h"
 
 #include <charconv>
@@ -60,9 +61,7 @@ std::variant<JobOptions, std::string> parse_job_options(const std::vector<std::s
   if (std::string e = flags.unknown(job_usage()); !e.empty()) return e;
   auto preset = gpt_preset(o.model_name);
   if (!preset) {
-    std::string names;
-    for (const auto& n : gpt_preset_names()) names += (names.empty() ? "" : ", ") + n;
-    return "unknown --model '" + o.model_name + "'; presets: " + names;
+    return "unknown --model '" + o.model_name + "'; presets: " + reference_model_names();
   }
   o.model = *preset;
   if (has_layers) o.model.num_layers = layers;
