@@ -331,11 +331,14 @@ LaunchChange launch_change(const Context& c, const JobPlan& plan) {
 void spec_applied(Context& c, const LaunchChange& change) {
   const std::int64_t step = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1});
   if (!change.pinned.empty()) {
-    const std::string message = "the running workers keep their launch: " + change.pinned +
-                                " cannot change once the job has checkpointed (step " + std::to_string(step) +
+    const std::string refused = "the running workers keep their launch: " + change.pinned;
+    const std::string message = refused + " cannot change once the job has checkpointed (step " + std::to_string(step) +
                                 " in " + c.job.spec.checkpoint_path +
                                 "); revert it, or give a new checkpoint.path to train afresh";
-    const bool repeated = condition_says(c, "SpecApplied", false, "CheckpointPinsIt", message);
+    // One event per refused change: the message's step moves with every checkpoint.
+    const Json before = condition_of(c.status, "SpecApplied");
+    const bool repeated = before.value("status", "") == "False" && before.value("reason", "") == "CheckpointPinsIt" &&
+                          before.value("message", "").rfind(refused + " cannot", 0) == 0;
     condition(c, "SpecApplied", false, "CheckpointPinsIt", message);
     if (!repeated) event(c, "Warning", "CheckpointPinsIt", message);
     return;

@@ -648,8 +648,14 @@ TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
   int warnings = 0;
   for (const auto& e : a.events) warnings += e.type == "Warning";
   EXPECT_EQ(warnings, 1);
-  h.apply(h.step());
+  // Training goes on and checkpoints again: the condition's step moves, no second warning.
+  h.obs.pods[0].report->step = 45;
+  h.obs.pods[0].report->last_checkpoint_step = 40;
+  a = h.step();
+  h.apply(a);
   EXPECT_EQ(h.epoch(), 1);
+  EXPECT_NE(condition_message(h.obs.status, "SpecApplied").find("(step 40 in"), std::string::npos);
+  for (const auto& e : a.events) EXPECT_NE(e.type, "Warning") << "repeated: " << e.message;
   // Reverted (the trainSteps change alone): it relaunches and SpecApplied clears.
   h.obs.spec = changed_spec(R"({"trainSteps": 300})", 3);
   h.apply(h.step());
