@@ -137,13 +137,15 @@ std::string JobPlan::summary() const {
 
 Json JobPlan::to_status() const {
   Json stages_json = Json::array();
-  for (const PlanStage& s : stages)
+  for (const PlanStage& s : stages) {
     stages_json.push_back({{"gpuType", s.gpu_type},
                            {"tp", s.tp},
                            {"firstLayer", s.first_block},
                            {"lastLayer", s.last_block},
                            {"pods", s.pods},
                            {"predictedPeakBytes", s.predicted_peak_bytes}});
+    if (s.headroom_bytes > 0) stages_json.back()["headroomBytes"] = s.headroom_bytes;
+  }
   Json pods_json = Json::array();
   for (const PlanPod& p : pods)
     pods_json.push_back(
@@ -186,7 +188,8 @@ std::optional<JobPlan> JobPlan::from_status(const Json& j) {
     p.megatron_args = j.value("megatronArgs", std::vector<std::string>{});
     for (const Json& s : j.value("stages", Json::array()))
       p.stages.push_back({s.value("gpuType", ""), s.value("tp", 1), s.value("firstLayer", 0), s.value("lastLayer", 0),
-                          s.value("pods", std::vector<std::string>{}), s.value("predictedPeakBytes", std::int64_t{0})});
+                          s.value("pods", std::vector<std::string>{}), s.value("predictedPeakBytes", std::int64_t{0}),
+                          s.value("headroomBytes", std::int64_t{0})});
     for (const Json& pod : j.at("pods"))
       p.pods.push_back({pod.value("name", ""), pod.value("node", ""), pod.value("gpuType", ""), pod.value("gpus", 0),
                         pod.value("ranks", std::vector<int>{})});

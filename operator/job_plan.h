@@ -48,6 +48,9 @@ struct PlanStage {
   int last_block = 0;  // inclusive, as status.plan.stages[].lastLayer says
   std::vector<std::string> pods;
   std::int64_t predicted_peak_bytes = 0;
+  // Of predicted_peak_bytes, the memory headroom the job had learned for this stage's GPU type
+  // when it was planned (memory_headroom.h); the model's own prediction is the difference.
+  std::int64_t headroom_bytes = 0;
 };
 
 struct JobPlan {

@@ -7,6 +7,7 @@
 
 #include "operator/crash_loop.h"
 #include "operator/decision_history.h"
+#include "operator/memory_headroom.h"
 
 namespace flotilla::op {
 namespace {
@@ -81,10 +82,21 @@ void fold_progress(const JobObservation& job, Json& status) {
 
 struct Context {
   const JobObservation& job;
-  const planner::EvalContext& eval;
+  const planner::EvalContext& base_eval;  // the operator's, without the job's memory headroom
   Json status;
   JobActions actions;
+  planner::GpuCatalog headroom_catalog;  // base_eval's catalog plus status.memoryHeadroom
+  planner::EvalContext eval;             // what the job is planned with
 };
+
+// The job is planned with the headroom its workers taught it (memory_headroom.h).
+void use_headroom(Context& c) {
+  c.eval = c.base_eval;
+  const MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  if (headroom.empty() || c.base_eval.catalog == nullptr) return;
+  c.headroom_catalog = with_headroom(*c.base_eval.catalog, headroom);
+  c.eval.catalog = &c.headroom_catalog;
+}
 
 void phase(Context& c, const std::string& p) { c.status["phase"] = p; }
 void condition(Context& c, const std::string& type, bool v, const std::string& reason, const std::string& message) {
@@ -192,6 +204,8 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
     return false;
   }
   JobPlan plan = *outcome.plan;
+  const MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  for (PlanStage& stage : plan.stages) stage.headroom_bytes = headroom.bytes_for(stage.gpu_type);
   // Gang start: ranks in several pods start together, once every pod's sidecar is up and waits
   // at the barrier (not_at_barrier()). Without it, ranks whose pod started first waited for a
   // peer still pulling its image (minutes for a PyTorch image) until their rendezvous timed out,
@@ -347,6 +361,40 @@ void spec_applied(Context& c, const LaunchChange& change) {
     condition(c, "SpecApplied", true, "Applied", "");
 }
 
+// A worker that measured more memory than predicted: the job's next plans keep the difference
+// free on its GPU type (memory_headroom.h). The running plan fits (it measured), so nothing is
+// re-planned now.
+void learn_measured_peaks(Context& c, const JobPlan& plan) {
+  if (c.base_eval.catalog == nullptr) return;
+  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  bool learned = false;
+  for (const PlanPod& pod : plan.pods) {
+    const PodObservation* p = find_pod(c.job, pod.name);
+    if (p == nullptr || !p->report || p->report->epoch != plan.epoch || p->report->peak_bytes <= 0) continue;
+    auto t = after_measured_peak(plan, pod.name, p->report->peak_bytes, headroom, *c.base_eval.catalog);
+    if (!t) continue;
+    event(c, "Warning", "MemoryAbovePrediction", t->message);
+    headroom.set(std::move(*t));
+    learned = true;
+  }
+  if (!learned) return;
+  c.status["memoryHeadroom"] = headroom.to_status();
+  use_headroom(c);
+}
+
+// A worker ran out of GPU memory on a plan predicted to fit: its GPU type gets the headroom
+// that rules that plan out before the job is re-planned (memory_headroom.h).
+void learn_out_of_memory(Context& c, const JobPlan& plan, const PodObservation& pod) {
+  if (c.base_eval.catalog == nullptr) return;
+  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  auto t = after_out_of_memory(plan, pod.name, pod.report->message, headroom, *c.base_eval.catalog);
+  if (!t) return;
+  event(c, "Warning", "OutOfMemory", t->message);
+  headroom.set(std::move(*t));
+  c.status["memoryHeadroom"] = headroom.to_status();
+  use_headroom(c);
+}
+
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   const JobObservation& job = c.job;
   // Lost pods, a changed target, or a pod that failed: a new epoch.
@@ -356,6 +404,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   int gave_up = 0;
   std::string failure;
   std::string pod_failure;  // a pod of this epoch failed on a healthy node (e.g. its sidecar died)
+  std::string out_of_memory;  // the first pod whose worker ran out of GPU memory
   for (const PlanPod& pod : plan.pods) {
     // Lost: its node is gone or unhealthy, or the pod failed or is being deleted. A pod not
     // in the cache yet (just created) is not lost: converge() creates it if it is missing.
@@ -373,8 +422,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       failed = true;
       failure = p->name + ": " + p->report->message;
       gave_up = std::max(gave_up, p->report->restarts);
+      if (is_out_of_memory(p->report->message) && out_of_memory.empty()) out_of_memory = p->name;
     }
   }
+  learn_measured_peaks(c, plan);
+  if (!out_of_memory.empty()) learn_out_of_memory(c, plan, *find_pod(job, out_of_memory));
   const LaunchChange change = launch_change(c, plan);
   spec_applied(c, change);
   const std::string changed = change.pinned.empty() ? change.relaunch : "";
@@ -411,6 +463,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       backoff_s = v.backoff_seconds;
     }
     const std::string why = lost > 0 ? "lost " + std::to_string(lost) + " GPUs"
+                            : !out_of_memory.empty() ? "a worker ran out of GPU memory: " + failure
                             : failed ? "a worker failed: " + failure
                             : resize ? d->reason
                                      : "the spec changed what the workers run (" + changed + ")";
@@ -434,7 +487,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     } else {
       phase(c, "Rescaling");
       const std::string reason =
-          lost > 0 ? "NodeLost" : failed ? "WorkerFailed" : resize ? d->reason_code : "SpecChanged";
+          lost > 0                 ? "NodeLost"
+          : !out_of_memory.empty() ? "OutOfMemory"
+          : failed                 ? "WorkerFailed"
+          : resize                 ? d->reason_code
+                                   : "SpecChanged";
       condition(c, "Rescaling", true, reason,
                 backoff_s > 0 ? why + " (relaunch in " + std::to_string(backoff_s) + " s)" : why);
       event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...
@@ -576,7 +633,8 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 }
 
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
-  Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}};
+  Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}, {}, eval};
+  use_headroom(c);
   if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);
   if (succeeded_short_of_train_steps(c.status, job.spec)) train_on(c);
   c.status["observedGeneration"] = job.spec.generation;

@@ -212,13 +212,23 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
 
 // Called with mu_ held, after the pass set tables_capacity_. A job with a measured profile has its
 // own table: the profile is the job's (measured_profile.h), not its template's.
-const JobTable& Operator::table_for(const JobSpec& spec) {
+const JobTable& Operator::table_for(const JobSpec& spec, const Json& status) {
   std::string key = job_table_key(spec);
   if (auto m = measured_.find(spec.key()); m != measured_.end() && m->second.compute)
     key += "|measured:" + spec.key() + ":" + m->second.signature;
+  // Memory headroom the job's workers taught it (memory_headroom.h) is the job's own too.
+  const MemoryHeadroom headroom = MemoryHeadroom::from_status(status);
+  if (!headroom.empty()) key += "|headroom:" + spec.key() + ":" + headroom.signature();
   auto it = tables_.find(key);
-  if (it == tables_.end())
-    it = tables_.emplace(key, build_job_table(spec, pass_capacity_, eval_for(spec.key()))).first;
+  if (it == tables_.end()) {
+    planner::EvalContext eval = eval_for(spec.key());
+    planner::GpuCatalog catalog;
+    if (!headroom.empty()) {
+      catalog = with_headroom(catalog_, headroom);
+      eval.catalog = &catalog;
+    }
+    it = tables_.emplace(key, build_job_table(spec, pass_capacity_, eval)).first;
+  }
   pass_tables_used_.insert(key);
   return it->second;
 }
@@ -292,7 +302,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     const double created = seconds_of(spec.creation_timestamp);
     arrival_times_s.push_back(created);
     if (phase == "Succeeded" || phase == "Failed") continue;
-    const JobTable& table = table_for(spec);
+    const JobTable& table = table_for(spec, status);
     scaler::AllocatorJob a;
     a.key = spec.key();
     a.priority = spec.priority;

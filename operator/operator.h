@@ -35,6 +35,7 @@
 #include "operator/job_reconciler.h"
 #include "operator/job_spec.h"
 #include "operator/measured_profile.h"
+#include "operator/memory_headroom.h"
 #include "operator/job_table.h"
 #include "operator/metrics.h"
 #include "operator/pod_expectations.h"
@@ -70,7 +71,7 @@ class Operator {
   kube::Result<kube::Action> reconcile(const std::string& key, const kube::ReconcileContext& ctx);
   void cluster_pass(const kube::ReconcileContext& ctx);
   kube::Result<kube::Action> reconcile_one(const std::string& key, const kube::ReconcileContext& ctx);
-  const JobTable& table_for(const JobSpec& spec);
+  const JobTable& table_for(const JobSpec& spec, const nlohmann::json& status);
   // The cluster view and every job's pods, rebuilt only when the node or pod cache moved on
   // (their resource versions): a steady-state reconcile does not re-read 1,000 nodes and pods.
   struct Snapshot {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "operator/decision_history.h"
+#include "operator/memory_headroom.h"
 #include "scaler/benefit_check.h"
 #include "tests/operator/operator_fixture.h"
 
@@ -49,7 +50,8 @@ struct Harness {
       p.phase = "Pending";
       p.plan = c.plan;
       obs.pods.push_back(p);
-      cluster.nodes[c.pod.node == "n0" ? 0 : 1].held_by_job["team/demo"] += c.pod.gpus;
+      for (fo::NodeView& n : cluster.nodes)
+        if (n.name == c.pod.node) n.held_by_job["team/demo"] += c.pod.gpus;
     }
     for (const auto& [name, plan] : a.annotate)
       for (fo::PodObservation& p : obs.pods)
@@ -695,4 +697,106 @@ TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {
   report_all(h, flotilla::PodState::kWaiting, 2);
   h.apply(h.step());
   EXPECT_EQ(h.barrier(), 2);
+}
+
+// A worker runs out of GPU memory on a plan predicted to fit (here the catalog claims emu-slow
+// has 64 MB; the model's tensors dominate, as on a real GPU, so no context): the job learns
+// headroom for that GPU type (memory_headroom.h) and is re-planned under it at once. The small
+// model's embedding block alone needs more than 90 % of the failed rank's prediction, so no split
+// helps on emu-slow: the re-plan moves to the slower emu-roomy node. Reconciling the same reports
+// again learns nothing more.
+TEST(JobReconciler, AWorkerOutOfMemoryTeachesTheJobHeadroomAndRePlansItUnderIt) {
+  Harness h;
+  h.world.catalog = flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
+  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+             usd_per_hour: 1, cuda_context_bytes: 0}
+  emu-roomy: {memory_bytes: 64000000, peak_bf16_tflops: 0.0005, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+              gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+              usd_per_hour: 1, cuda_context_bytes: 0}
+)")
+                        .value();
+  fo::NodeView roomy = node("n2", 2);
+  roomy.gpu_type = "emu-roomy";
+  h.cluster.nodes.push_back(roomy);
+  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed"}})"));
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  const auto failed = fo::JobPlan::from_status(h.obs.status["plan"]);
+  ASSERT_TRUE(failed);
+  ASSERT_EQ(failed->pp, 1) << "the whole small model fits one (claimed) 64 MB GPU: " << failed->summary();
+  const std::int64_t failed_peak = failed->stages[0].predicted_peak_bytes;
+  report_all(h, flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());  // the gang's barrier lifts
+  report_all(h, flotilla::PodState::kRunning, 1, 5);
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+
+  const std::string oom = "out of GPU memory: could not allocate 1.00 MiB (emulated emu-slow: 30 MB in use of 32 MB)";
+  report_all(h, flotilla::PodState::kDegraded, 1, 5, oom);
+  const fo::JobActions a = h.step();
+  h.apply(a);
+  // Hand-computed: a rank may now hold 0.9 of the failed prediction; the headroom is the rest of
+  // the 64 MB.
+  const std::int64_t may_hold = static_cast<std::int64_t>(std::floor(0.9 * static_cast<double>(failed_peak)));
+  const fo::MemoryHeadroom learned = fo::MemoryHeadroom::from_status(h.obs.status);
+  ASSERT_EQ(learned.types.size(), 1u) << h.obs.status.dump();
+  EXPECT_EQ(learned.types[0].gpu_type, "emu-slow");
+  EXPECT_EQ(learned.types[0].bytes, 64'000'000 - may_hold);
+  EXPECT_EQ(learned.types[0].reason, "OutOfMemory");
+  EXPECT_EQ(learned.types[0].epoch, 1);
+  EXPECT_NE(learned.types[0].message.find(oom), std::string::npos) << learned.types[0].message;
+  EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/OutOfMemory") << h.obs.status.dump();
+  EXPECT_NE(condition_message(h.obs.status, "Rescaling").find("a worker ran out of GPU memory"), std::string::npos);
+  bool warned = false;
+  for (const fo::JobEvent& e : a.events) warned = warned || (e.type == "Warning" && e.reason == "OutOfMemory");
+  EXPECT_TRUE(warned);
+
+  // The re-plan: a new epoch, more stages, each emu-slow stage within what a rank may hold there
+  // (its prediction carries the headroom), the rest on emu-roomy.
+  const auto replanned = fo::JobPlan::from_status(h.obs.status["plan"]);
+  ASSERT_TRUE(replanned);
+  EXPECT_EQ(replanned->epoch, 2);
+  EXPECT_GT(replanned->pp, 1) << replanned->summary();
+  bool roomy_used = false;
+  for (const fo::PlanStage& s : replanned->stages) {
+    EXPECT_LE(s.predicted_peak_bytes, 64'000'000);
+    if (s.gpu_type == "emu-slow") EXPECT_LE(s.predicted_peak_bytes - learned.types[0].bytes, may_hold);
+    roomy_used = roomy_used || s.gpu_type == "emu-roomy";
+  }
+  EXPECT_TRUE(roomy_used) << h.obs.status["plan"].dump();
+  EXPECT_EQ(h.obs.status["failures"].value("consecutive", 0), 1) << "an OOM is a failure like any other";
+
+  // The same (old-epoch) reports again: nothing more is learned.
+  const fo::JobActions again = h.step();
+  h.apply(again);
+  EXPECT_EQ(fo::MemoryHeadroom::from_status(h.obs.status).types[0].bytes, learned.types[0].bytes);
+  for (const fo::JobEvent& e : again.events) EXPECT_NE(e.reason, "OutOfMemory");
+}
+
+// A worker that measured more than its plan predicted (and did not run out): the headroom is kept
+// for the job's next plans, and the running plan goes on.
+TEST(JobReconciler, AMeasuredPeakAbovePredictionIsKeptForTheNextPlans) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());
+  report_all(h, flotilla::PodState::kRunning, 1, 5);
+  const std::int64_t predicted = h.obs.status["plan"]["stages"][0].value("predictedPeakBytes", std::int64_t{0});
+  ASSERT_GT(predicted, 0);
+  h.obs.pods[1].report->peak_bytes = predicted + 1'000'000'000;  // 1 GB over, above 1 % of 16 GB
+  const fo::JobActions a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.phase(), "Running");
+  EXPECT_EQ(h.epoch(), 1) << "the running plan measured what it holds: no re-plan";
+  const fo::MemoryHeadroom learned = fo::MemoryHeadroom::from_status(h.obs.status);
+  ASSERT_EQ(learned.types.size(), 1u);
+  EXPECT_EQ(learned.types[0].bytes, 1'000'000'000);
+  EXPECT_EQ(learned.types[0].reason, "MeasuredAbovePrediction");
+  // Reported again: the prediction it is compared with did not move, so nothing new.
+  const fo::JobActions again = h.step();
+  EXPECT_FALSE(again.status) << again.status->dump();
 }

@@ -1,0 +1,177 @@
+#include "operator/memory_headroom.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace flotilla::op {
+namespace {
+
+using Json = nlohmann::json;
+
+// What a rank that ran out of memory may hold next time, as a share of its raw prediction.
+constexpr double kAfterOutOfMemoryShare = 0.9;
+// A measured peak above the prediction moves the headroom only by at least this share of the
+// GPU's memory.
+constexpr double kMeasuredStepShare = 0.01;
+
+const PlanPod* find_pod(const JobPlan& plan, const std::string& name) {
+  for (const PlanPod& p : plan.pods)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// The pod's GPU type as the catalog names it, its capacity, and the prediction of the largest
+// stage it runs ranks of: in all and without the headroom the stage was planned with. nullopt
+// when there is nothing to learn from (unknown pod or type, no prediction).
+struct PodMemory {
+  std::string gpu_type;
+  std::int64_t capacity_bytes = 0;
+  std::int64_t predicted_bytes = 0;
+  std::int64_t raw_bytes = 0;  // predicted_bytes less the stage's headroom_bytes
+};
+std::optional<PodMemory> pod_memory(const JobPlan& plan, const std::string& pod, const planner::GpuCatalog& catalog) {
+  const PlanPod* p = find_pod(plan, pod);
+  if (p == nullptr) return std::nullopt;
+  const planner::GpuType* gpu = catalog.find(p->gpu_type);
+  if (gpu == nullptr || gpu->memory_bytes <= 0) return std::nullopt;
+  PodMemory m{gpu->name, gpu->memory_bytes, 0, 0};
+  for (const PlanStage& stage : plan.stages)
+    if (std::find(stage.pods.begin(), stage.pods.end(), pod) != stage.pods.end() &&
+        stage.predicted_peak_bytes > m.predicted_bytes) {
+      m.predicted_bytes = stage.predicted_peak_bytes;
+      m.raw_bytes = std::max<std::int64_t>(stage.predicted_peak_bytes - stage.headroom_bytes, 0);
+    }
+  if (m.predicted_bytes <= 0) return std::nullopt;
+  return m;
+}
+
+}  // namespace
+
+std::int64_t MemoryHeadroom::bytes_for(const std::string& gpu_type) const {
+  const TypeHeadroom* t = find(gpu_type);
+  return t != nullptr ? t->bytes : 0;
+}
+
+const TypeHeadroom* MemoryHeadroom::find(const std::string& gpu_type) const {
+  for (const TypeHeadroom& t : types)
+    if (t.gpu_type == gpu_type) return &t;
+  return nullptr;
+}
+
+void MemoryHeadroom::set(TypeHeadroom type) {
+  for (TypeHeadroom& t : types)
+    if (t.gpu_type == type.gpu_type) {
+      t = std::move(type);
+      return;
+    }
+  types.push_back(std::move(type));
+  std::sort(types.begin(), types.end(),
+            [](const TypeHeadroom& a, const TypeHeadroom& b) { return a.gpu_type < b.gpu_type; });
+}
+
+std::string MemoryHeadroom::signature() const {
+  std::string out;
+  for (const TypeHeadroom& t : types) out += (out.empty() ? "" : ",") + t.gpu_type + "=" + std::to_string(t.bytes);
+  return out;
+}
+
+MemoryHeadroom MemoryHeadroom::from_status(const Json& status) {
+  MemoryHeadroom out;
+  if (!status.is_object()) return out;
+  const auto it = status.find("memoryHeadroom");
+  if (it == status.end() || !it->is_array()) return out;
+  for (const Json& e : *it) {
+    if (!e.is_object()) continue;
+    TypeHeadroom t;
+    t.gpu_type = e.value("gpuType", "");
+    t.bytes = e.value("bytes", std::int64_t{0});
+    t.reason = e.value("reason", "");
+    t.message = e.value("message", "");
+    t.epoch = e.value("epoch", std::int64_t{0});
+    if (!t.gpu_type.empty() && t.bytes > 0) out.set(std::move(t));
+  }
+  return out;
+}
+
+Json MemoryHeadroom::to_status() const {
+  Json out = Json::array();
+  for (const TypeHeadroom& t : types)
+    out.push_back({{"gpuType", t.gpu_type},
+                   {"bytes", t.bytes},
+                   {"reason", t.reason},
+                   {"message", t.message},
+                   {"epoch", t.epoch}});
+  return out;
+}
+
+bool is_out_of_memory(const std::string& worker_message) {
+  for (const char* line : {"out of GPU memory", "CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
+                           "cudaErrorMemoryAllocation"})
+    if (worker_message.find(line) != std::string::npos) return true;
+  return false;
+}
+
+std::optional<TypeHeadroom> after_out_of_memory(const JobPlan& plan, const std::string& pod,
+                                                const std::string& worker_message, const MemoryHeadroom& before,
+                                                const planner::GpuCatalog& catalog) {
+  const auto m = pod_memory(plan, pod, catalog);
+  if (!m) return std::nullopt;
+  const auto may_hold = static_cast<std::int64_t>(std::floor(kAfterOutOfMemoryShare * static_cast<double>(m->raw_bytes)));
+  // E' = C − 0.9·raw, or more if the job has learned more since this plan was made (that already
+  // rules the failed plan out: raw + E > C).
+  const std::int64_t bytes = std::max(m->capacity_bytes - may_hold, before.bytes_for(m->gpu_type));
+  TypeHeadroom t{m->gpu_type, bytes, "OutOfMemory", "", plan.epoch};
+  // The worker's own line says what it tried to allocate; a traceback's worth is cut.
+  constexpr std::size_t kMaxWorkerLine = 240;
+  const std::string line =
+      worker_message.size() > kMaxWorkerLine ? worker_message.substr(0, kMaxWorkerLine) + "..." : worker_message;
+  t.message = pod + " ran out of memory on " + m->gpu_type + " (predicted peak " + bytes_text(m->predicted_bytes) +
+              " of " + bytes_text(m->capacity_bytes) + "; " + line +
+              "): plans keep " + bytes_text(bytes) + " more free per " + m->gpu_type + " rank, so a rank may hold " +
+              bytes_text(may_hold) + " of what the planner predicts";
+  return t;
+}
+
+std::optional<TypeHeadroom> after_measured_peak(const JobPlan& plan, const std::string& pod,
+                                                std::int64_t measured_peak_bytes, const MemoryHeadroom& before,
+                                                const planner::GpuCatalog& catalog) {
+  const auto m = pod_memory(plan, pod, catalog);
+  if (!m || measured_peak_bytes <= m->predicted_bytes) return std::nullopt;
+  // The headroom that would have predicted the measured peak, against the model's own prediction.
+  const std::int64_t old_bytes = before.bytes_for(m->gpu_type);
+  const std::int64_t bytes = measured_peak_bytes - m->raw_bytes;
+  if (static_cast<double>(bytes - old_bytes) < kMeasuredStepShare * static_cast<double>(m->capacity_bytes))
+    return std::nullopt;
+  TypeHeadroom t{m->gpu_type, bytes, "MeasuredAbovePrediction", "", plan.epoch};
+  t.message = pod + " measured a peak of " + bytes_text(measured_peak_bytes) + " on " + m->gpu_type +
+              " where the planner predicted " + bytes_text(m->predicted_bytes) + ": plans keep " + bytes_text(bytes) +
+              " more free per " + m->gpu_type + " rank";
+  return t;
+}
+
+planner::GpuCatalog with_headroom(const planner::GpuCatalog& catalog, const MemoryHeadroom& headroom) {
+  planner::GpuCatalog out = catalog;
+  for (const TypeHeadroom& t : headroom.types) {
+    const planner::GpuType* gpu = catalog.find(t.gpu_type);
+    if (gpu == nullptr) continue;
+    planner::GpuType changed = *gpu;
+    changed.cuda_context_bytes += t.bytes;
+    out.upsert(std::move(changed));
+  }
+  return out;
+}
+
+std::string bytes_text(std::int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  const char* unit = "B";
+  double v = b;
+  if (std::abs(b) >= 1e9) v = b / 1e9, unit = "GB";
+  else if (std::abs(b) >= 1e6) v = b / 1e6, unit = "MB";
+  else if (std::abs(b) >= 1e3) v = b / 1e3, unit = "kB";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3g %s", v, unit);
+  return buf;
+}
+
+}  // namespace flotilla::op
