@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -407,6 +408,23 @@ void Kubelet::handle_pod(const std::string& ns, const std::string& name) {
   start_pod(pod);
 }
 
+// The node's kGpuMemoryUsedBytesAnnotation, or 0 when absent or not a whole number of bytes
+// below the GPU's memory (logged).
+static double memory_used_by_others(const Json& node, const EmulatedGpu& gpu) {
+  const std::string text =
+      node.value("/metadata/annotations"_json_pointer, Json::object()).value(kGpuMemoryUsedBytesAnnotation, "");
+  if (text.empty()) return 0;
+  char* end = nullptr;
+  const double bytes = std::strtod(text.c_str(), &end);
+  if (end != nullptr && *end == '\0' && bytes >= 0 && bytes < gpu.memory_bytes && bytes == std::floor(bytes))
+    return bytes;
+  std::cerr << "flotilla-devcluster: kubelet: node " + node["metadata"].value("name", "") + ": " +
+                   kGpuMemoryUsedBytesAnnotation + " '" + text + "' is not a whole number of bytes in [0, " +
+                   significant_digits_text(gpu.memory_bytes, 17) + "); ignored\n"
+            << std::flush;
+  return 0;
+}
+
 bool Kubelet::still_pulling(const Json& pod, const Json& node) {
   const std::string uid = pod["metadata"].value("uid", "");
   const std::string text =
@@ -543,8 +561,11 @@ bool Kubelet::start_container(Run& run, size_t index, const Json& pod) {
   env.emplace_back("NODE_NAME", run.node);
   env.emplace_back("FLOTILLA_VISIBLE_GPUS", gpus);
   env.emplace_back("FLOTILLA_GPU_TYPE", gpu_type);
-  if (auto emulated = options_.emulated_gpus.find(gpu_type); emulated != options_.emulated_gpus.end())
-    for (auto& [name, value] : to_env(emulated->second)) env.emplace_back(name, value);
+  if (auto emulated = options_.emulated_gpus.find(gpu_type); emulated != options_.emulated_gpus.end()) {
+    EmulatedGpu gpu = emulated->second;
+    if (node.ok()) gpu.memory_bytes -= memory_used_by_others(node.object, gpu);
+    for (auto& [name, value] : to_env(gpu)) env.emplace_back(name, value);
+  }
   env.emplace_back("FLOTILLA_POD_DIR", run.dir.string());
   if (node.ok() && node.object["metadata"].value("annotations", Json::object()).value(kCudaAnnotation, "") == "true")
     env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);

@@ -86,6 +86,13 @@ inline constexpr char kServiceAccountDirEnv[] = "FLOTILLA_SERVICEACCOUNT_DIR";
 inline constexpr char kImagePullSecondsAnnotation[] = "devcluster.flotilla.io/image-pull-seconds";
 inline constexpr double kMaxImagePullSeconds = 3600;  // a value outside [0, 1 h] is ignored (logged)
 
+// A node annotation (bytes, e.g. "2000000"): memory something else already holds on each of the
+// node's emulated GPUs (another tenant's process, a stray CUDA context), so its pods' workers get
+// the type's memory less this (`kubectl annotate node n1
+// devcluster.flotilla.io/gpu-memory-used-bytes=2000000`). Only emulated types; a value that is not
+// a whole number in [0, the type's memory) is ignored (logged). Read when a container starts.
+inline constexpr char kGpuMemoryUsedBytesAnnotation[] = "devcluster.flotilla.io/gpu-memory-used-bytes";
+
 class Kubelet {
  public:
   Kubelet(Api& api, KubeletOptions options);

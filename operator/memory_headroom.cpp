@@ -1,6 +1,8 @@
 #include "operator/memory_headroom.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 #include <cmath>
 #include <cstdio>
 
@@ -105,6 +107,20 @@ Json MemoryHeadroom::to_status() const {
   return out;
 }
 
+std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message) {
+  static constexpr std::string_view kPhrase = "usable GPU memory ";
+  const auto at = worker_message.rfind(kPhrase);
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t i = at + kPhrase.size();
+  std::int64_t bytes = 0;
+  const std::size_t digits_from = i;
+  while (i < worker_message.size() && std::isdigit(static_cast<unsigned char>(worker_message[i])) &&
+         bytes < (std::int64_t{1} << 56))
+    bytes = bytes * 10 + (worker_message[i++] - '0');
+  if (i == digits_from || worker_message.compare(i, 6, " bytes") != 0 || bytes <= 0) return std::nullopt;
+  return bytes;
+}
+
 bool is_out_of_memory(const std::string& worker_message) {
   for (const char* line : {"out of GPU memory", "CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
                            "cudaErrorMemoryAllocation"})
@@ -117,7 +133,11 @@ std::optional<TypeHeadroom> after_out_of_memory(const JobPlan& plan, const std::
                                                 const planner::GpuCatalog& catalog) {
   const auto m = pod_memory(plan, pod, catalog);
   if (!m) return std::nullopt;
-  const auto may_hold = static_cast<std::int64_t>(std::floor(kAfterOutOfMemoryShare * static_cast<double>(m->raw_bytes)));
+  // A GPU that offered less than the raw prediction (a catalog that overstates it, memory other
+  // processes hold) bounds what a rank may hold by what it offered.
+  const std::optional<std::int64_t> usable = usable_bytes_in(worker_message);
+  const std::int64_t bound = usable ? std::min(m->raw_bytes, *usable) : m->raw_bytes;
+  const auto may_hold = static_cast<std::int64_t>(std::floor(kAfterOutOfMemoryShare * static_cast<double>(bound)));
   // E' = C − 0.9·raw, or more if the job has learned more since this plan was made (that already
   // rules the failed plan out: raw + E > C).
   const std::int64_t bytes = std::max(m->capacity_bytes - may_hold, before.bytes_for(m->gpu_type));

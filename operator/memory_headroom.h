@@ -14,7 +14,9 @@
 //     raw prediction was too small by at least C − raw. The new E_T' = max(E_T, C − 0.9·raw): the
 //     plan that failed, and any whose raw prediction on T is within 10 % of it, no longer fits;
 //     since raw + E_p ≤ C, E_T' ≥ E_p + 0.1·raw: every OOM takes a tenth of the failed rank's
-//     raw need off what T may hold, and the re-plan cannot be the plan that failed.
+//     raw need off what T may hold, and the re-plan cannot be the plan that failed. Where the
+//     worker's line says what the GPU offered, U (usable_bytes_in()), raw is replaced by
+//     min(raw, U): a GPU that offers far less than the catalog says is learned in one OOM.
 //   - after_measured_peak(): a pod that measured M > P keeps E_T' = M − raw (the headroom that
 //     would have predicted M), taken only when that exceeds E_T by 1 % of C or more (a step's
 //     noise does not re-plan the job; nor does a peak the current E_T already covers).
@@ -68,6 +70,10 @@ struct MemoryHeadroom {
 };
 
 bool is_out_of_memory(const std::string& worker_message);
+
+// The bytes a worker's out-of-memory line says its GPU offered ("usable GPU memory N bytes", the
+// reference worker on an emulated GPU: worker/model/backend.h); nullopt when it does not say.
+std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message);
 
 // The headroom after `pod` of `plan` ran out of memory with `worker_message`; nullopt when the
 // pod is not in the plan or its type is not in `catalog`.

@@ -61,9 +61,8 @@ class LocalCluster : public ::testing::Test {
             std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "nodes.yaml") << "nodes:\n  - {name: n0, gpuType: emu-slow, gpuCount: 2, zone: z}\n"
-                                          "  - {name: n1, gpuType: emu-slow, gpuCount: 2, zone: z}\n";
-    std::ofstream(dir_ / "catalog.yaml") << kCatalog;
+    std::ofstream(dir_ / "nodes.yaml") << nodes_yaml();
+    std::ofstream(dir_ / "catalog.yaml") << catalog_yaml();
     std::string text;
     for (int i = 0; text.size() < 60000; ++i)
       text += "the flotilla sails on, ship " + std::to_string(i % 97) + " keeps watch.\n";
@@ -73,6 +72,13 @@ class LocalCluster : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     up_ = true;
   }
+  // The cluster `flotilla up` starts: two 2-GPU nodes of kCatalog's emu-slow, unless a test's
+  // fixture says otherwise.
+  virtual std::string nodes_yaml() const {
+    return "nodes:\n  - {name: n0, gpuType: emu-slow, gpuCount: 2, zone: z}\n"
+           "  - {name: n1, gpuType: emu-slow, gpuCount: 2, zone: z}\n";
+  }
+  virtual std::string catalog_yaml() const { return kCatalog; }
   void TearDown() override {
     if (up_) run_command(bin("cli/flotilla") + " down --dir " + (dir_ / "state").string());
     if (!HasFailure()) fs::remove_all(dir_);
@@ -81,7 +87,8 @@ class LocalCluster : public ::testing::Test {
     return run_command(flotilla::testing::tool_path("kubectl") + " --kubeconfig " +
                        (dir_ / "state/kubeconfig").string() + " " + args);
   }
-  void apply_job(int steps, const std::string& name = "demo", int priority = 0) {
+  void apply_job(int steps, const std::string& name = "demo", int priority = 0,
+                 const std::string& elasticity_mode = "") {
     // Not created here: the sidecar creates the checkpoint folder.
     const fs::path ckpt = name == "demo" ? dir_ / "ckpt" : dir_ / ("ckpt-" + name);
     const fs::path file = dir_ / (name + ".yaml");
@@ -90,7 +97,9 @@ class LocalCluster : public ::testing::Test {
                         << "\n  trainSteps: " << steps
                         << "\n  worker: {image: flotilla-worker:dev, data: " << (dir_ / "data.txt").string()
                         << "}\n  checkpoint: {path: " << ckpt.string()
-                        << ", intervalSteps: 20}\n  elasticity: {minRescaleIntervalSeconds: 0}\n";
+                        << ", intervalSteps: 20}\n  elasticity: {"
+                        << (elasticity_mode.empty() ? "" : "mode: " + elasticity_mode + ", ")
+                        << "minRescaleIntervalSeconds: 0}\n";
     auto r = kubectl("apply -f " + file.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }

@@ -167,3 +167,24 @@ TEST(MemoryHeadroom, BytesReadAsAPersonWouldWriteThem) {
   EXPECT_EQ(fo::bytes_text(12'345'678'901), "12.3 GB");
   EXPECT_EQ(fo::bytes_text(512), "512 B");
 }
+
+// The reference worker's line names what an emulated GPU offered; a GPU that offered far less
+// than the raw prediction is learned in one OOM: a rank may hold 0.9 of what it offered.
+TEST(MemoryHeadroom, AGpuThatSaysWhatItOfferedIsLearnedInOneOutOfMemory) {
+  const std::string line =
+      "step 0: out of GPU memory allocating unit 'embedding' (1234 parameters: ...); this rank cannot hold its "
+      "share of the model: use a smaller model or more pipeline stages (--pp) so each rank holds fewer layers; "
+      "usable GPU memory 1000000000 bytes";
+  EXPECT_EQ(fo::usable_bytes_in(line), 1'000'000'000);
+  EXPECT_FALSE(fo::usable_bytes_in("usable GPU memory lots"));
+  EXPECT_FALSE(fo::usable_bytes_in("CUDA out of memory"));
+  // Pod b: 9 GB predicted on 11 GB, the GPU offered 1 GB: 11 - 0.9 = 10.1 GB of headroom.
+  const auto t = fo::after_out_of_memory(two_stage_plan(), "b", line, {}, catalog());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->bytes, 10'100'000'000);
+  // Offered more than the raw prediction (the model under-predicts): the 10 % rule, 2.9 GB.
+  const auto u = fo::after_out_of_memory(
+      two_stage_plan(), "b", "out of GPU memory ...; usable GPU memory 10500000000 bytes", {}, catalog());
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->bytes, 2'900'000'000);
+}

@@ -337,3 +337,53 @@ TEST_F(LocalCluster, AKilledSidecarFailsItsPodAndTheOperatorReplansIt) {
                                                                                      << events();
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(500));
 }
+
+// Two nodes whose GPUs hold far less than the catalog says (something else holds 63 of their
+// 64 MB: devcluster's gpu-memory-used-bytes annotation), beside a slower node that has room.
+class OverstatedGpus : public LocalCluster {
+ protected:
+  std::string catalog_yaml() const override {
+    return R"(gpus:
+  emu-mem: {emulated: true, memory_bytes: 64000000, peak_bf16_tflops: 0.0015, compute_efficiency: 1,
+            mem_bandwidth_bytes_per_s: 1e10, gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11,
+            inter_node_bandwidth_bytes_per_s: 1e10, usd_per_hour: 1, runtime_overhead_bytes: 0}
+  emu-roomy: {emulated: true, memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1,
+              mem_bandwidth_bytes_per_s: 1e10, gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11,
+              inter_node_bandwidth_bytes_per_s: 1e10, usd_per_hour: 1, runtime_overhead_bytes: 0}
+)";
+  }
+  std::string nodes_yaml() const override {
+    return "nodes:\n  - {name: n0, gpuType: emu-mem, gpuCount: 2, zone: z}\n"
+           "  - {name: n1, gpuType: emu-mem, gpuCount: 2, zone: z}\n"
+           "  - {name: n2, gpuType: emu-roomy, gpuCount: 2, zone: z}\n";
+  }
+};
+
+// The planner puts the whole model on each of the fast emu-mem GPUs (predicted 6 MB of 64 MB);
+// its workers run out of memory, their line saying the GPU offered 1 MB. The job learns that an
+// emu-mem rank may hold 0.9 MB (headroom 64 - 0.9 = 63.1 MB, memory_headroom.h), is re-planned
+// at once with only what fits there on emu-mem, and finishes with the loss of an uninterrupted run.
+TEST_F(OverstatedGpus, AWorkerOutOfMemoryIsLearnedAndTheJobReplannedAroundIt) {
+  for (const char* node : {"n0", "n1"}) {
+    auto r = kubectl(std::string("annotate node ") + node + " devcluster.flotilla.io/gpu-memory-used-bytes=63000000");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  apply_job(60, "demo", 0, "relaxed");
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
+                                                                                     << events();
+  const auto status = nlohmann::json::parse(field(""))["status"];
+  ASSERT_EQ(status["memoryHeadroom"].size(), 1u) << status.dump();
+  const auto& learned = status["memoryHeadroom"][0];
+  EXPECT_EQ(learned.value("gpuType", ""), "emu-mem");
+  EXPECT_EQ(learned.value("reason", ""), "OutOfMemory");
+  EXPECT_EQ(learned.value("bytes", std::int64_t{0}), 64'000'000 - 900'000);
+  EXPECT_NE(events().find("OutOfMemory"), std::string::npos) << events();
+  // The plan that finished: what it asks of an emu-mem GPU, without the headroom, is at most 0.9 MB.
+  for (const auto& stage : status["plan"]["stages"]) {
+    if (stage.value("gpuType", "") != "emu-mem") continue;
+    EXPECT_EQ(stage.value("headroomBytes", std::int64_t{0}), 63'100'000);
+    EXPECT_LE(stage.value("predictedPeakBytes", std::int64_t{0}) - 63'100'000, 900'000) << stage.dump();
+  }
+  EXPECT_EQ(status["failures"].value("consecutive", 0), 1) << "one OOM, then the re-plan ran";
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(60)) << "the loss log differs from an uninterrupted run";
+}

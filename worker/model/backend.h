@@ -40,6 +40,11 @@ class OutOfMemoryError : public std::runtime_error {
 // "1.50 GiB (1610612736 bytes)"
 std::string bytes_text(std::size_t bytes);
 
+class Backend;
+// "; usable GPU memory 4600000 bytes" where the backend knows it, else "": the phrase the
+// operator reads to learn how much the GPU really offers (operator/memory_headroom.h).
+std::string out_of_memory_note(const Backend& backend);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -55,6 +60,9 @@ class Backend {
     std::size_t capacity_bytes = 0;
   };
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
+  // What this process may hold on its GPU at most, where known exactly (an emulated GPU's limit);
+  // an out-of-GPU-memory line names it (out_of_memory_note()) so the operator can learn from it.
+  virtual std::optional<std::size_t> usable_bytes() const { return std::nullopt; }
 
   // Throws OutOfMemoryError when the memory is not there.
   virtual void* allocate_bytes(std::size_t bytes) = 0;

@@ -37,6 +37,10 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::string_view memory_kind() const override { return emulated_type_.empty() ? "host" : "GPU"; }
   std::size_t peak_bytes() const override { return peak_bytes_; }
+  std::optional<std::size_t> usable_bytes() const override {
+    if (emulated_type_.empty()) return std::nullopt;
+    return limit_bytes_;
+  }
   std::optional<DeviceMemory> device_memory() const override {
     if (emulated_type_.empty()) return std::nullopt;  // host memory: no device to report on
     return DeviceMemory{emulated_type_, limit_bytes_};
@@ -176,6 +180,11 @@ std::string bytes_text(std::size_t bytes) {
   std::snprintf(buf, sizeof buf, "%.2f GiB (%zu bytes)",
                 static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), bytes);
   return buf;
+}
+
+std::string out_of_memory_note(const Backend& backend) {
+  const std::optional<std::size_t> usable = backend.usable_bytes();
+  return usable ? "; usable GPU memory " + std::to_string(*usable) + " bytes" : "";
 }
 
 bool cuda_compiled() {

@@ -105,7 +105,7 @@ class Unit {
 
  private:
   void allocate_state(std::uint64_t seed);
-  [[noreturn]] void throw_out_of_memory(const std::string& memory) const;
+  [[noreturn]] void throw_out_of_memory(const std::string& memory, const std::string& note = "") const;
   GPTConfig config_;
   int index_ = 0;
   UnitKind kind_ = UnitKind::kBlock;
