@@ -5,6 +5,8 @@
 #include <string_view>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <utility>
 
 namespace flotilla::op {
 namespace {
@@ -107,18 +109,71 @@ Json MemoryHeadroom::to_status() const {
   return out;
 }
 
-std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message) {
-  static constexpr std::string_view kPhrase = "usable GPU memory ";
-  const auto at = worker_message.rfind(kPhrase);
+namespace {
+
+// "<number> <unit>" as PyTorch's format_size() prints it ("11.06 MiB", "512 bytes"), in bytes.
+std::optional<double> torch_size(std::string_view number, std::string_view unit) {
+  const std::string text(number);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !(value >= 0)) return std::nullopt;
+  for (const auto& [name, scale] : {std::pair<std::string_view, double>{"bytes", 1.0}, {"KiB", 1024.0},
+                                    {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}})
+    if (unit == name) return value * scale;
+  return std::nullopt;
+}
+
+// The size right after `prefix` ("this process has 79.13 GiB ...").
+std::optional<double> torch_size_after(const std::string& line, std::string_view prefix) {
+  const auto at = line.find(prefix);
   if (at == std::string::npos) return std::nullopt;
-  std::size_t i = at + kPhrase.size();
-  std::int64_t bytes = 0;
-  const std::size_t digits_from = i;
-  while (i < worker_message.size() && std::isdigit(static_cast<unsigned char>(worker_message[i])) &&
-         bytes < (std::int64_t{1} << 56))
-    bytes = bytes * 10 + (worker_message[i++] - '0');
-  if (i == digits_from || worker_message.compare(i, 6, " bytes") != 0 || bytes <= 0) return std::nullopt;
-  return bytes;
+  const std::size_t number_at = at + prefix.size();
+  const auto space = line.find(' ', number_at);
+  if (space == std::string::npos) return std::nullopt;
+  auto unit_end = line.find_first_of(" .;,)", space + 1);
+  if (unit_end == std::string::npos) unit_end = line.size();
+  return torch_size(std::string_view(line).substr(number_at, space - number_at),
+                    std::string_view(line).substr(space + 1, unit_end - space - 1));
+}
+
+// The size right before `suffix` ("47.06 MiB free;").
+std::optional<double> torch_size_before(const std::string& line, std::string_view suffix) {
+  const auto at = line.find(suffix);
+  if (at == std::string::npos || at == 0) return std::nullopt;
+  const auto unit_at = line.rfind(' ', at - 1);
+  if (unit_at == std::string::npos || unit_at == 0) return std::nullopt;
+  const auto number_at = line.rfind(' ', unit_at - 1);
+  const std::size_t from = number_at == std::string::npos ? 0 : number_at + 1;
+  return torch_size(std::string_view(line).substr(from, unit_at - from),
+                    std::string_view(line).substr(unit_at + 1, at - unit_at - 1));
+}
+
+}  // namespace
+
+std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message) {
+  // The reference worker: "usable GPU memory N bytes".
+  static constexpr std::string_view kPhrase = "usable GPU memory ";
+  if (const auto at = worker_message.rfind(kPhrase); at != std::string::npos) {
+    std::size_t i = at + kPhrase.size();
+    std::int64_t bytes = 0;
+    const std::size_t digits_from = i;
+    while (i < worker_message.size() && std::isdigit(static_cast<unsigned char>(worker_message[i])) &&
+           bytes < (std::int64_t{1} << 56))
+      bytes = bytes * 10 + (worker_message[i++] - '0');
+    if (i > digits_from && worker_message.compare(i, 6, " bytes") == 0 && bytes > 0) return bytes;
+    return std::nullopt;
+  }
+  // PyTorch 2.x: "... of which 11.06 MiB is free. Including non-PyTorch memory, this process has
+  // 79.13 GiB memory in use." What the process held plus what was free.
+  const auto free_2x = torch_size_after(worker_message, "of which ");
+  const auto held_2x = torch_size_after(worker_message, "this process has ");
+  if (free_2x && held_2x) return static_cast<std::int64_t>(*free_2x + *held_2x);
+  // PyTorch 1.x: "(GPU 0; 7.93 GiB total capacity; 130.35 MiB already allocated; 47.06 MiB free;
+  // 188.00 MiB reserved in total by PyTorch)". Free plus PyTorch's reserve (its context aside).
+  const auto free_1x = torch_size_before(worker_message, " free;");
+  const auto reserved_1x = torch_size_before(worker_message, " reserved in total by PyTorch");
+  if (free_1x && reserved_1x) return static_cast<std::int64_t>(*free_1x + *reserved_1x);
+  return std::nullopt;
 }
 
 bool is_out_of_memory(const std::string& worker_message) {

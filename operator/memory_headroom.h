@@ -71,8 +71,10 @@ struct MemoryHeadroom {
 
 bool is_out_of_memory(const std::string& worker_message);
 
-// The bytes a worker's out-of-memory line says its GPU offered ("usable GPU memory N bytes", the
-// reference worker on an emulated GPU: worker/model/backend.h); nullopt when it does not say.
+// The bytes a worker's out-of-memory line says its GPU offered the process; nullopt when it does
+// not say. Read from: the reference worker's "usable GPU memory N bytes" (worker/model/backend.h);
+// PyTorch 2.x's "of which F is free. Including non-PyTorch memory, this process has H memory in
+// use." (F + H); PyTorch 1.x's "F free; R reserved in total by PyTorch" (F + R).
 std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message);
 
 // The headroom after `pod` of `plan` ran out of memory with `worker_message`; nullopt when the

@@ -188,3 +188,24 @@ TEST(MemoryHeadroom, AGpuThatSaysWhatItOfferedIsLearnedInOneOutOfMemory) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->bytes, 2'900'000'000);
 }
+
+// PyTorch's own out-of-memory lines (its CUDA caching allocator's formats, 2.x and 1.x, as a
+// Megatron worker prints them): what the process held plus what was free is what it was offered.
+TEST(MemoryHeadroom, PyTorchOutOfMemoryLinesSayWhatTheGpuOffered) {
+  const std::string torch2 =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+      "23.69 GiB of which 10.75 MiB is free. Process 4242 has 2.00 GiB memory in use. Including non-PyTorch "
+      "memory, this process has 21.67 GiB memory in use. Of the allocated memory 20.90 GiB is allocated by "
+      "PyTorch, and 418.11 MiB is reserved by PyTorch but unallocated.";
+  EXPECT_TRUE(fo::is_out_of_memory(torch2));
+  // 21.67 GiB + 10.75 MiB.
+  const double expected2 = 21.67 * 1024 * 1024 * 1024 + 10.75 * 1024 * 1024;
+  ASSERT_TRUE(fo::usable_bytes_in(torch2));
+  EXPECT_NEAR(static_cast<double>(*fo::usable_bytes_in(torch2)), expected2, 1.0);
+  const std::string torch1 =
+      "RuntimeError: CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity; 130.35 MiB "
+      "already allocated; 47.06 MiB free; 188.00 MiB reserved in total by PyTorch)";
+  ASSERT_TRUE(fo::usable_bytes_in(torch1));
+  EXPECT_NEAR(static_cast<double>(*fo::usable_bytes_in(torch1)), (47.06 + 188.00) * 1024 * 1024, 1.0);
+  EXPECT_FALSE(fo::usable_bytes_in("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."));
+}
