@@ -37,6 +37,9 @@ planner::PlaceRequest place_request(const JobSpec& spec, const PlanConstraints& 
   request.max_gpus = limits.max_gpus;
   request.worker = spec.worker_kind == WorkerKind::kFlotilla ? planner::reference_worker_constraints()
                                                              : planner::megatron_constraints();
+  // Neither kind is launched with a recompute setting (launch/megatron.h renders none), so a
+  // "fits nowhere" must not tell the user to enable it.
+  request.worker.recompute = false;
   // The reference worker trains in fp32 without dropout: plan its memory as it really is.
   if (spec.worker_kind == WorkerKind::kFlotilla) request.training = planner::reference_worker_training();
   if (limits.micro_batch_size) request.worker.micro_batch_sizes = {*limits.micro_batch_size};

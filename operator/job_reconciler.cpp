@@ -197,7 +197,12 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   const PlanOutcome outcome = plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
   if (!outcome.plan) {
     // Every reconcile (5 s) retries; the event goes out once per distinct failure, not each time.
-    const std::string message = failure_context + outcome.message;
+    std::string message = failure_context + outcome.message;
+    // A job that learned headroom plans with less memory than the catalog says: say so, or the
+    // "fits nowhere" reads as a planner that forgot the GPUs it used a minute ago.
+    if (const MemoryHeadroom learned = MemoryHeadroom::from_status(c.status); !learned.empty())
+      message += " (planned with the memory headroom the job's workers showed, per rank: " + learned.summary() +
+                 "; status.memoryHeadroom)";
     const bool repeated = condition_says(c, "Planned", false, outcome.reason, message);
     condition(c, "Planned", false, outcome.reason, message);
     if (!repeated) event(c, "Warning", outcome.reason, message);

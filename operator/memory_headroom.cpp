@@ -80,6 +80,12 @@ std::string MemoryHeadroom::signature() const {
   return out;
 }
 
+std::string MemoryHeadroom::summary() const {
+  std::string out;
+  for (const TypeHeadroom& t : types) out += (out.empty() ? "" : ", ") + t.gpu_type + " " + bytes_text(t.bytes);
+  return out;
+}
+
 MemoryHeadroom MemoryHeadroom::from_status(const Json& status) {
   MemoryHeadroom out;
   if (!status.is_object()) return out;

@@ -64,6 +64,7 @@ struct MemoryHeadroom {
   void set(TypeHeadroom type);  // replaces the entry of its type
   bool empty() const { return types.empty(); }
   std::string signature() const;  // "emu-small=1234,..." (types and bytes): a table key
+  std::string summary() const;    // "emu-small 1.23 MB, A100-40 2 GB": for a person
 
   static MemoryHeadroom from_status(const nlohmann::json& status);  // status.memoryHeadroom
   nlohmann::json to_status() const;

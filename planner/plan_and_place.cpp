@@ -10,6 +10,7 @@ namespace flotilla::planner {
 WorkerConstraints reference_worker_constraints() {
   WorkerConstraints worker;
   worker.tp_degrees = {1};
+  worker.recompute = false;  // it keeps every activation (worker/model/stage.h)
   return worker;
 }
 
@@ -117,6 +118,7 @@ SearchRequest search_request(const PlaceRequest& request, const ModelSpec& model
   search.options.uniform_tp = request.worker.uniform_tp;
   search.options.micro_batch_sizes = request.worker.micro_batch_sizes;
   search.options.dp_degrees = request.worker.dp_degrees;
+  search.options.suggest_recompute = request.worker.recompute;
   search.options.max_plans = request.max_plans;
   search.options.max_rejections = request.max_rejections;
   return search;
@@ -225,7 +227,8 @@ PlaceResult search_failed(PlaceResult result, PlaceFailure pre_failure, std::str
     result.suggestion =
         as_inputs(std::move(*suggestion), request, cluster, result.search_request, *context.catalog);
   } else if (request.suggest) {
-    line += "; no single change tried (recompute, larger TP, up to 16x the GPUs, a larger GPU type) makes it fit";
+    line += std::string("; no single change tried (") + (request.worker.recompute ? "recompute, " : "") +
+            "larger TP, up to 16x the GPUs, a larger GPU type) makes it fit";
   }
   return fail(std::move(result), failure, std::move(line));
 }

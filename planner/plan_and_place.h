@@ -37,6 +37,7 @@ struct WorkerConstraints {
   bool uniform_tp = false;                     // one TP degree for all stages
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  // {k}: a fixed micro-batch size
   std::vector<int> dp_degrees;  // {d}: a fixed data-parallel degree (strict rescale); empty: any
+  bool recompute = true;        // the worker can recompute activations (a suggestion may say so)
 };
 
 // Flotilla's reference worker (worker/): no tensor parallelism.

@@ -69,6 +69,9 @@ struct SearchOptions {
   // search runs once per degree in tp_degrees and merges the rankings. GPU types may still
   // differ between stages. The micro-batch size is always one for all stages (plan.h).
   bool uniform_tp = false;
+  // Whether the worker can recompute activations, so suggest.h may name it as the change that
+  // fits; false for workers launched without a recompute setting (the operator's kinds).
+  bool suggest_recompute = true;
   int max_stages = 0;        // 0: one per block at most
   bool heuristics = true;    // false: no H2 pre-check and no H3/H4 early stop (baseline)
   bool branch_and_bound = true;  // false: the DP keeps stages slower than the best plan allows

@@ -53,7 +53,7 @@ std::optional<Suggestion> suggest_change(const SearchRequest& request, const Eva
   // No new hardware: recompute activations.
   const Recompute levels[] = {Recompute::kSelective, Recompute::kFull};
   const char* names[] = {"selective", "full"};
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 2 && request.options.suggest_recompute; ++i) {
     if (request.training.recompute == levels[i] ||
         (i == 0 && request.training.recompute == Recompute::kFull))
       continue;

@@ -276,6 +276,10 @@ TEST(JobReconciler, AModelThatFitsNowhereSaysWhyAndCreatesNothing) {
   EXPECT_EQ(planned.rfind("False/", 0), 0u) << planned;
   ASSERT_FALSE(a.events.empty());
   EXPECT_EQ(a.events[0].type, "Warning");
+  // The change it names is one a TrainingJob can make: no worker is launched with recompute.
+  const std::string message = condition_message(*a.status, "Planned");
+  EXPECT_EQ(message.find("recompute"), std::string::npos) << message;
+  EXPECT_NE(message.find("no single change tried (larger TP"), std::string::npos) << message;
 }
 
 // A sidecar's report after it gave up on local restarts (a world in one pod).
@@ -799,4 +803,31 @@ TEST(JobReconciler, AMeasuredPeakAbovePredictionIsKeptForTheNextPlans) {
   // Reported again: the prediction it is compared with did not move, so nothing new.
   const fo::JobActions again = h.step();
   EXPECT_FALSE(again.status) << again.status->dump();
+}
+
+// Under strict elasticity the data-parallel degree is the job's: after an OOM nothing within the
+// learned headroom fits the 4 GPUs at D 4, so the job waits, and Planned says the headroom is why.
+TEST(JobReconciler, AJobThatLearnedHeadroomSaysSoWhenNothingFits) {
+  Harness h;
+  h.world.catalog = flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
+  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+             usd_per_hour: 1, cuda_context_bytes: 0}
+)")
+                        .value();
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  ASSERT_EQ(h.obs.status["plan"].value("dp", 0), 4);
+  report_all(h, flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());
+  report_all(h, flotilla::PodState::kDegraded, 1, 0, "out of GPU memory in the forward pass ...");
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Pending");
+  EXPECT_EQ(condition(h.obs.status, "Planned").rfind("False/", 0), 0u) << h.obs.status.dump();
+  const std::string message = condition_message(h.obs.status, "Planned");
+  EXPECT_NE(message.find("planned with the memory headroom the job's workers showed, per rank: emu-slow "),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("recompute"), std::string::npos) << message;
 }
