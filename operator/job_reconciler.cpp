@@ -394,7 +394,7 @@ void learn_out_of_memory(Context& c, const JobPlan& plan, const PodObservation& 
   MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
   auto t = after_out_of_memory(plan, pod.name, pod.report->message, headroom, *c.base_eval.catalog);
   if (!t) return;
-  event(c, "Warning", "OutOfMemory", t->message);
+  event(c, "Warning", "MemoryHeadroom", t->message);
   headroom.set(std::move(*t));
   c.status["memoryHeadroom"] = headroom.to_status();
   use_headroom(c);
@@ -467,11 +467,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       if (v.give_up) return fail_job(c, "BackoffLimitExceeded", give_up_message(v, policy));
       backoff_s = v.backoff_seconds;
     }
-    const std::string why = lost > 0 ? "lost " + std::to_string(lost) + " GPUs"
+    const std::string why = lost > 0                 ? "lost " + std::to_string(lost) + " GPUs"
                             : !out_of_memory.empty() ? "a worker ran out of GPU memory: " + failure
-                            : failed ? "a worker failed: " + failure
-                            : resize ? d->reason
-                                     : "the spec changed what the workers run (" + changed + ")";
+                            : failed                 ? "a worker failed: " + failure
+                            : resize                 ? d->reason
+                                                     : "the spec changed what the workers run (" + changed + ")";
     if (d != nullptr && (lost > 0 || failed || resize)) write_decision(c.status, *d, plan.epoch + 1, job.now);
     const int max_gpus = lost > 0 ? std::min(target, plan.gpus - lost) : (resize ? target : plan.gpus);
     const bool only_spec = lost == 0 && !failed && !resize;
@@ -491,12 +491,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       // says why), and the job's own life (pods, barrier, completion) goes on below.
     } else {
       phase(c, "Rescaling");
-      const std::string reason =
-          lost > 0                 ? "NodeLost"
-          : !out_of_memory.empty() ? "OutOfMemory"
-          : failed                 ? "WorkerFailed"
-          : resize                 ? d->reason_code
-                                   : "SpecChanged";
+      const std::string reason = lost > 0                 ? "NodeLost"
+                                 : !out_of_memory.empty() ? "OutOfMemory"
+                                 : failed                 ? "WorkerFailed"
+                                 : resize                 ? d->reason_code
+                                                          : "SpecChanged";
       condition(c, "Rescaling", true, reason,
                 backoff_s > 0 ? why + " (relaunch in " + std::to_string(backoff_s) + " s)" : why);
       event(c, lost > 0 || failed ? "Warning" : "Normal", reason, why);  // Preempted, BenefitCheckPassed, ...

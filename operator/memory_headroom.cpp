@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <string_view>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 namespace flotilla::op {
@@ -123,8 +123,10 @@ std::optional<double> torch_size(std::string_view number, std::string_view unit)
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   if (text.empty() || end == nullptr || *end != '\0' || !(value >= 0)) return std::nullopt;
-  for (const auto& [name, scale] : {std::pair<std::string_view, double>{"bytes", 1.0}, {"KiB", 1024.0},
-                                    {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}})
+  for (const auto& [name, scale] : {std::pair<std::string_view, double>{"bytes", 1.0},
+                                    {"KiB", 1024.0},
+                                    {"MiB", 1024.0 * 1024},
+                                    {"GiB", 1024.0 * 1024 * 1024}})
     if (unit == name) return value * scale;
   return std::nullopt;
 }
@@ -208,9 +210,9 @@ std::optional<TypeHeadroom> after_out_of_memory(const JobPlan& plan, const std::
   const std::string line =
       worker_message.size() > kMaxWorkerLine ? worker_message.substr(0, kMaxWorkerLine) + "..." : worker_message;
   t.message = pod + " ran out of memory on " + m->gpu_type + " (predicted peak " + bytes_text(m->predicted_bytes) +
-              " of " + bytes_text(m->capacity_bytes) + "; " + line +
-              "): plans keep " + bytes_text(bytes) + " more free per " + m->gpu_type + " rank, so a rank may hold " +
-              bytes_text(may_hold) + " of what the planner predicts";
+              " of " + bytes_text(m->capacity_bytes) + "; " + line + "): plans keep " + bytes_text(bytes) +
+              " more free per " + m->gpu_type + " rank, so a rank may hold " + bytes_text(may_hold) +
+              " of what the planner predicts";
   return t;
 }
 
@@ -247,9 +249,12 @@ std::string bytes_text(std::int64_t bytes) {
   const double b = static_cast<double>(bytes);
   const char* unit = "B";
   double v = b;
-  if (std::abs(b) >= 1e9) v = b / 1e9, unit = "GB";
-  else if (std::abs(b) >= 1e6) v = b / 1e6, unit = "MB";
-  else if (std::abs(b) >= 1e3) v = b / 1e3, unit = "kB";
+  if (std::abs(b) >= 1e9)
+    v = b / 1e9, unit = "GB";
+  else if (std::abs(b) >= 1e6)
+    v = b / 1e6, unit = "MB";
+  else if (std::abs(b) >= 1e3)
+    v = b / 1e3, unit = "kB";
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.3g %s", v, unit);
   return buf;

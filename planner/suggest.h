@@ -2,8 +2,8 @@
 //
 // Guarantees: suggest_change() only names a change after re-running search_plans() with that
 //   change and getting a plan; it tries, smallest first: selective then full activation
-//   recompute (no new hardware; only where SearchOptions::suggest_recompute), larger tensor parallelism where small nodes capped it (TP >= k
-//   needs nodes with k GPUs), more GPUs of a type already in the cluster (the fewest that
+//   recompute (no new hardware; only where SearchOptions::suggest_recompute), larger tensor parallelism where small
+//   nodes capped it (TP >= k needs nodes with k GPUs), more GPUs of a type already in the cluster (the fewest that
 //   work, in whole nodes), then GPUs of a larger-memory type from the catalog. Pure.
 // Assumes: the request failed as given (it is not re-checked).
 // Caveats: "more GPUs" doubles a pool until it fits (up to 16x), so the count named is within

@@ -96,8 +96,7 @@ class LocalCluster : public ::testing::Test {
                         << "}\nspec:\n  model: small\n  globalBatchSize: 8\n  priority: " << priority
                         << "\n  trainSteps: " << steps
                         << "\n  worker: {image: flotilla-worker:dev, data: " << (dir_ / "data.txt").string()
-                        << "}\n  checkpoint: {path: " << ckpt.string()
-                        << ", intervalSteps: 20}\n  elasticity: {"
+                        << "}\n  checkpoint: {path: " << ckpt.string() << ", intervalSteps: 20}\n  elasticity: {"
                         << (elasticity_mode.empty() ? "" : "mode: " + elasticity_mode + ", ")
                         << "minRescaleIntervalSeconds: 0}\n";
     auto r = kubectl("apply -f " + file.string());

@@ -104,7 +104,8 @@ TEST(MemoryHeadroom, AMeasuredPeakAboveThePredictionIsKeptUnlessItIsNoise) {
   before.set(*t);
   EXPECT_FALSE(fo::after_measured_peak(two_stage_plan(), "b", 9'500'000'000, before, cat));
   // A plan made with the 0.5 GB (9 GB in all, 8.5 GB the model's): 9.8 GB measured, 1.3 GB.
-  const auto more = fo::after_measured_peak(two_stage_plan(9'000'000'000, 500'000'000), "b", 9'800'000'000, before, cat);
+  const auto more =
+      fo::after_measured_peak(two_stage_plan(9'000'000'000, 500'000'000), "b", 9'800'000'000, before, cat);
   ASSERT_TRUE(more);
   EXPECT_EQ(more->bytes, 1'300'000'000);
 }
@@ -183,8 +184,8 @@ TEST(MemoryHeadroom, AGpuThatSaysWhatItOfferedIsLearnedInOneOutOfMemory) {
   ASSERT_TRUE(t);
   EXPECT_EQ(t->bytes, 10'100'000'000);
   // Offered more than the raw prediction (the model under-predicts): the 10 % rule, 2.9 GB.
-  const auto u = fo::after_out_of_memory(
-      two_stage_plan(), "b", "out of GPU memory ...; usable GPU memory 10500000000 bytes", {}, catalog());
+  const auto u = fo::after_out_of_memory(two_stage_plan(), "b",
+                                         "out of GPU memory ...; usable GPU memory 10500000000 bytes", {}, catalog());
   ASSERT_TRUE(u);
   EXPECT_EQ(u->bytes, 2'900'000'000);
 }

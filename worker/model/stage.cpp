@@ -35,17 +35,17 @@ std::size_t Stage::activation_count(int batch_size) const {
 
 namespace {
 // Re-throws a failed allocation during a micro-batch as one line naming the activations.
-[[noreturn]] void activations_out_of_memory(const GPTConfig& config, int first_unit,
-                                            int end_unit, int batch_size, std::size_t in_flight,
-                                            const char* pass, const std::string& memory,
+[[noreturn]] void activations_out_of_memory(const GPTConfig& config, int first_unit, int end_unit, int batch_size,
+                                            std::size_t in_flight, const char* pass, const std::string& memory,
                                             const std::string& note = "") {
-  throw OutOfMemoryError(
-      "out of " + memory + " memory in the " + pass + " pass of a micro-batch of " +
-      std::to_string(batch_size) + " x " + std::to_string(config.seq_len) + " tokens on units [" +
-      std::to_string(first_unit) + ", " + std::to_string(end_unit) + ") with " +
-      std::to_string(in_flight) + " micro-batches' activations held (one block's activations "
-      "alone are " + bytes_text(block_activation_bytes(config, batch_size)) +
-      "); use a smaller --micro-batch, a smaller model or more pipeline stages (--pp)" + note);
+  throw OutOfMemoryError("out of " + memory + " memory in the " + pass + " pass of a micro-batch of " +
+                         std::to_string(batch_size) + " x " + std::to_string(config.seq_len) + " tokens on units [" +
+                         std::to_string(first_unit) + ", " + std::to_string(end_unit) + ") with " +
+                         std::to_string(in_flight) +
+                         " micro-batches' activations held (one block's activations "
+                         "alone are " +
+                         bytes_text(block_activation_bytes(config, batch_size)) +
+                         "); use a smaller --micro-batch, a smaller model or more pipeline stages (--pp)" + note);
 }
 }  // namespace
 
@@ -63,8 +63,7 @@ std::vector<float> Stage::forward(std::uint64_t id, const MicroBatch& batch,
     activations_out_of_memory(config_, first_unit_, end_unit_, batch.batch_size,
                               in_flight_.size(), "forward", "host");
   } catch (const OutOfMemoryError&) {
-    activations_out_of_memory(config_, first_unit_, end_unit_, batch.batch_size,
-                              in_flight_.size(), "forward",
+    activations_out_of_memory(config_, first_unit_, end_unit_, batch.batch_size, in_flight_.size(), "forward",
                               std::string(backend_->memory_kind()), out_of_memory_note(*backend_));
   }
 }
@@ -79,9 +78,8 @@ std::vector<float> Stage::backward(std::uint64_t id, std::span<const float> grad
     activations_out_of_memory(config_, first_unit_, end_unit_, batch_size, in_flight_.size(),
                               "backward", "host");
   } catch (const OutOfMemoryError&) {
-    activations_out_of_memory(config_, first_unit_, end_unit_, batch_size, in_flight_.size(),
-                              "backward", std::string(backend_->memory_kind()),
-                              out_of_memory_note(*backend_));
+    activations_out_of_memory(config_, first_unit_, end_unit_, batch_size, in_flight_.size(), "backward",
+                              std::string(backend_->memory_kind()), out_of_memory_note(*backend_));
   }
 }
 

@@ -154,12 +154,12 @@ Unit::Unit(const GPTConfig& config, int unit_index, std::uint64_t seed, Backend&
 // byte of weight-decay mask, and during construction the initial weights on the host.
 void Unit::throw_out_of_memory(const std::string& memory, const std::string& note) const {
   const std::size_t n = unit_param_count(config_, index_);
-  throw OutOfMemoryError(
-      "out of " + memory + " memory allocating unit '" + unit_name(config_, index_) + "' (" +
-      std::to_string(n) + " parameters: params, grads, AdamW m and v need " +
-      bytes_text(n * (4 * sizeof(float) + 1)) +
-      "); this rank cannot hold its share of the model: use a smaller model or more pipeline "
-      "stages (--pp) so each rank holds fewer layers" + note);
+  throw OutOfMemoryError("out of " + memory + " memory allocating unit '" + unit_name(config_, index_) + "' (" +
+                         std::to_string(n) + " parameters: params, grads, AdamW m and v need " +
+                         bytes_text(n * (4 * sizeof(float) + 1)) +
+                         "); this rank cannot hold its share of the model: use a smaller model or more pipeline "
+                         "stages (--pp) so each rank holds fewer layers" +
+                         note);
 }
 
 void Unit::allocate_state(std::uint64_t seed) {
