@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -414,10 +415,11 @@ static double memory_used_by_others(const Json& node, const EmulatedGpu& gpu) {
   const std::string text =
       node.value("/metadata/annotations"_json_pointer, Json::object()).value(kGpuMemoryUsedBytesAnnotation, "");
   if (text.empty()) return 0;
-  char* end = nullptr;
-  const double bytes = std::strtod(text.c_str(), &end);
-  if (end != nullptr && *end == '\0' && bytes >= 0 && bytes < gpu.memory_bytes && bytes == std::floor(bytes))
-    return bytes;
+  std::int64_t bytes = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (error == std::errc() && end == text.data() + text.size() && bytes >= 0 &&
+      static_cast<double>(bytes) < gpu.memory_bytes)
+    return static_cast<double>(bytes);
   std::cerr << "flotilla-devcluster: kubelet: node " + node["metadata"].value("name", "") + ": " +
                    kGpuMemoryUsedBytesAnnotation + " '" + text + "' is not a whole number of bytes in [0, " +
                    significant_digits_text(gpu.memory_bytes, 17) + "); ignored\n"

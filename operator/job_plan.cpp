@@ -97,6 +97,19 @@ void assign_megatron_pods(const std::string& job, const std::string& script, con
   out.megatron_args.insert(out.megatron_args.end(), launch.megatron_args.begin(), launch.megatron_args.end());
 }
 
+// Each pod's prediction: the largest rank peak of its GPU type in the stages it runs (a stage may
+// mix types, whose ranks differ).
+void predict_pods(const planner::Evaluation& evaluation, JobPlan& out) {
+  for (PlanPod& pod : out.pods)
+    for (std::size_t s = 0; s < out.stages.size(); ++s) {
+      const std::vector<std::string>& names = out.stages[s].pods;
+      if (std::find(names.begin(), names.end(), pod.name) == names.end()) continue;
+      for (const planner::RankReport& rank : evaluation.ranks)
+        if (rank.stage == static_cast<int>(s) && rank.gpu_type == pod.gpu_type)
+          pod.predicted_peak_bytes = std::max(pod.predicted_peak_bytes, rank.memory.peak_bytes);
+    }
+}
+
 JobPlan to_job_plan(const JobSpec& spec, const planner::PlaceResult& placed, const PlanConstraints& limits,
                     std::int64_t epoch, const launch::MegatronLaunch* megatron) {
   const planner::RankedPlan& ranked = placed.plan();
@@ -129,10 +142,22 @@ JobPlan to_job_plan(const JobSpec& spec, const planner::PlaceResult& placed, con
     assign_megatron_pods(spec.name, spec.megatron.script, *megatron, out);
   else
     assign_pods(spec.name, placed, out);
+  predict_pods(ranked.evaluation, out);
   return out;
 }
 
 }  // namespace
+
+PodPrediction JobPlan::predicted_for(const std::string& pod) const {
+  for (const PlanPod& p : pods)
+    if (p.name == pod && p.predicted_peak_bytes > 0) return {p.predicted_peak_bytes, p.headroom_bytes};
+  PodPrediction out;
+  for (const PlanStage& stage : stages)
+    if (std::find(stage.pods.begin(), stage.pods.end(), pod) != stage.pods.end() &&
+        stage.predicted_peak_bytes > out.peak_bytes)
+      out = {stage.predicted_peak_bytes, stage.headroom_bytes};
+  return out;
+}
 
 std::string JobPlan::summary() const {
   return "PP" + std::to_string(pp) + "\u00b7DP" + std::to_string(dp) + "\u00b7TP" + std::to_string(tp);
@@ -150,9 +175,12 @@ Json JobPlan::to_status() const {
     if (s.headroom_bytes > 0) stages_json.back()["headroomBytes"] = s.headroom_bytes;
   }
   Json pods_json = Json::array();
-  for (const PlanPod& p : pods)
+  for (const PlanPod& p : pods) {
     pods_json.push_back(
         {{"name", p.name}, {"node", p.node}, {"gpuType", p.gpu_type}, {"gpus", p.gpus}, {"ranks", p.ranks}});
+    if (p.predicted_peak_bytes > 0) pods_json.back()["predictedPeakBytes"] = p.predicted_peak_bytes;
+    if (p.headroom_bytes > 0) pods_json.back()["headroomBytes"] = p.headroom_bytes;
+  }
   Json out = {{"epoch", epoch},
               {"summary", summary()},
               {"gpus", gpus},
@@ -195,7 +223,8 @@ std::optional<JobPlan> JobPlan::from_status(const Json& j) {
                           s.value("headroomBytes", std::int64_t{0})});
     for (const Json& pod : j.at("pods"))
       p.pods.push_back({pod.value("name", ""), pod.value("node", ""), pod.value("gpuType", ""), pod.value("gpus", 0),
-                        pod.value("ranks", std::vector<int>{})});
+                        pod.value("ranks", std::vector<int>{}), pod.value("predictedPeakBytes", std::int64_t{0}),
+                        pod.value("headroomBytes", std::int64_t{0})});
     const Json predicted = j.value("predicted", Json::object());
     p.iteration_seconds = predicted.value("iterationSeconds", 0.0);
     p.tokens_per_second = predicted.value("tokensPerSecond", 0.0);

@@ -39,6 +39,17 @@ struct PlanPod {
   std::string gpu_type;
   int gpus = 0;
   std::vector<int> ranks;  // ascending global ranks
+  // The largest predicted peak of the pod's own ranks (its GPU type, its stages), and of that
+  // the memory headroom its type carried when planned (memory_headroom.h). 0: not recorded (a
+  // status written before these fields; JobPlan::predicted_for() then falls back to the stages).
+  std::int64_t predicted_peak_bytes = 0;
+  std::int64_t headroom_bytes = 0;
+};
+
+// A pod's predicted peak memory and the headroom in it.
+struct PodPrediction {
+  std::int64_t peak_bytes = 0;      // 0: the pod is not in the plan, or nothing was predicted
+  std::int64_t headroom_bytes = 0;  // of peak_bytes
 };
 
 struct PlanStage {
@@ -74,6 +85,9 @@ struct JobPlan {
   double usd_per_hour = 0;
 
   std::string summary() const;  // "PP3·DP2·TP1"
+  // The pod's own prediction; for a plan without per-pod predictions, the largest of the stages
+  // it runs ranks of.
+  PodPrediction predicted_for(const std::string& pod) const;
   nlohmann::json to_status() const;
   static std::optional<JobPlan> from_status(const nlohmann::json& plan);
 };

@@ -89,6 +89,16 @@ struct Context {
   planner::EvalContext eval;             // what the job is planned with
 };
 
+// Headroom learned for another model or worker kind does not hold for this spec.
+void forget_headroom_of_other_models(Context& c) {
+  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  if (!headroom.keep_only(headroom_key(c.job.spec))) return;
+  if (headroom.empty())
+    c.status.erase("memoryHeadroom");
+  else
+    c.status["memoryHeadroom"] = headroom.to_status();
+}
+
 // The job is planned with the headroom its workers taught it (memory_headroom.h).
 void use_headroom(Context& c) {
   c.eval = c.base_eval;
@@ -147,7 +157,12 @@ void delete_all_pods(Context& c) {
 }
 
 // Failed for good: the pods go, the condition says why and what to fix.
-void fail_job(Context& c, const std::string& reason, const std::string& message) {
+void fail_job(Context& c, const std::string& reason, const std::string& why) {
+  std::string message = why;
+  // What the job learned about memory stays, and a re-applied spec plans with it: say so.
+  if (const MemoryHeadroom learned = MemoryHeadroom::from_status(c.status); !learned.empty())
+    message += " Memory headroom learned from the workers, which the next plans keep (status.memoryHeadroom): " +
+               learned.summary() + ".";
   phase(c, "Failed");
   condition(c, "Failed", true, reason, message);
   event(c, "Warning", reason, message);
@@ -211,6 +226,7 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   JobPlan plan = *outcome.plan;
   const MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
   for (PlanStage& stage : plan.stages) stage.headroom_bytes = headroom.bytes_for(stage.gpu_type);
+  for (PlanPod& pod : plan.pods) pod.headroom_bytes = headroom.bytes_for(pod.gpu_type);
   // Gang start: ranks in several pods start together, once every pod's sidecar is up and waits
   // at the barrier (not_at_barrier()). Without it, ranks whose pod started first waited for a
   // peer still pulling its image (minutes for a PyTorch image) until their rendezvous timed out,
@@ -379,6 +395,7 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
     auto t = after_measured_peak(plan, pod.name, p->report->peak_bytes, headroom, *c.base_eval.catalog);
     if (!t) continue;
     event(c, "Warning", "MemoryAbovePrediction", t->message);
+    t->model = headroom_key(c.job.spec);
     headroom.set(std::move(*t));
     learned = true;
   }
@@ -387,15 +404,21 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
   use_headroom(c);
 }
 
-// A worker ran out of GPU memory on a plan predicted to fit: its GPU type gets the headroom
-// that rules that plan out before the job is re-planned (memory_headroom.h).
-void learn_out_of_memory(Context& c, const JobPlan& plan, const PodObservation& pod) {
-  if (c.base_eval.catalog == nullptr) return;
-  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
-  auto t = after_out_of_memory(plan, pod.name, pod.report->message, headroom, *c.base_eval.catalog);
-  if (!t) return;
-  event(c, "Warning", "MemoryHeadroom", t->message);
-  headroom.set(std::move(*t));
+// Workers ran out of GPU memory on a plan predicted to fit: each one's GPU type gets the
+// headroom that rules that plan out before the job is re-planned (memory_headroom.h). Pods of
+// one type teach it once (the largest answer).
+void learn_out_of_memory(Context& c, const JobPlan& plan, const std::vector<const PodObservation*>& pods) {
+  if (c.base_eval.catalog == nullptr || pods.empty()) return;
+  const MemoryHeadroom before = MemoryHeadroom::from_status(c.status);
+  MemoryHeadroom headroom = before;
+  for (const PodObservation* pod : pods) {
+    auto t = after_out_of_memory(plan, pod->name, pod->report->message, before, *c.base_eval.catalog);
+    if (!t || t->bytes <= headroom.bytes_for(t->gpu_type)) continue;
+    t->model = headroom_key(c.job.spec);
+    headroom.set(std::move(*t));
+  }
+  for (const TypeHeadroom& t : headroom.types)
+    if (t.bytes != before.bytes_for(t.gpu_type)) event(c, "Warning", "MemoryHeadroom", t.message);
   c.status["memoryHeadroom"] = headroom.to_status();
   use_headroom(c);
 }
@@ -409,7 +432,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   int gave_up = 0;
   std::string failure;
   std::string pod_failure;  // a pod of this epoch failed on a healthy node (e.g. its sidecar died)
-  std::string out_of_memory;  // the first pod whose worker ran out of GPU memory
+  std::vector<const PodObservation*> out_of_memory;  // pods whose worker ran out of GPU memory
   for (const PlanPod& pod : plan.pods) {
     // Lost: its node is gone or unhealthy, or the pod failed or is being deleted. A pod not
     // in the cache yet (just created) is not lost: converge() creates it if it is missing.
@@ -427,11 +450,13 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
       failed = true;
       failure = p->name + ": " + p->report->message;
       gave_up = std::max(gave_up, p->report->restarts);
-      if (is_out_of_memory(p->report->message) && out_of_memory.empty()) out_of_memory = p->name;
+      if (is_out_of_memory(p->report->message)) out_of_memory.push_back(p);
     }
   }
   learn_measured_peaks(c, plan);
-  if (!out_of_memory.empty()) learn_out_of_memory(c, plan, *find_pod(job, out_of_memory));
+  learn_out_of_memory(c, plan, out_of_memory);
+  // The rescale names an OOM by the pod that ran out, not by a peer that lost it.
+  if (!out_of_memory.empty()) failure = out_of_memory.front()->name + ": " + out_of_memory.front()->report->message;
   const LaunchChange change = launch_change(c, plan);
   spec_applied(c, change);
   const std::string changed = change.pinned.empty() ? change.relaunch : "";
@@ -439,7 +464,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   // A world in one pod restarts locally up to spec.backoffLimit times (its pod plan's
   // maxLocalRestarts) before its sidecar gives up; with a limit of 0 there is no local restart
   // and the failure is judged here like any other (crash_loop.h).
-  if (gave_up > 0 && gave_up >= job.spec.backoff_limit)
+  if (gave_up > 0 && gave_up >= job.spec.backoff_limit && out_of_memory.empty())
     return fail_job(c, "WorkerFailed", failure + ". " + kFixThenReapply);
   if (d != nullptr && d->action == scaler::AllocAction::kRequeue) {
     phase(c, "Pending");
@@ -638,6 +663,7 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
   Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}, {}, eval};
+  forget_headroom_of_other_models(c);
   use_headroom(c);
   if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);
   if (succeeded_short_of_train_steps(c.status, job.spec)) train_on(c);

@@ -9,10 +9,7 @@ std::optional<double> memory_prediction_error(const JobPlan& plan, const std::ve
   std::optional<double> worst;
   for (const PodObservation& pod : pods) {
     if (!pod.report || pod.report->epoch != plan.epoch || pod.report->peak_bytes <= 0) continue;
-    std::int64_t predicted = 0;
-    for (const PlanStage& stage : plan.stages)
-      if (std::find(stage.pods.begin(), stage.pods.end(), pod.name) != stage.pods.end())
-        predicted = std::max(predicted, stage.predicted_peak_bytes);
+    const std::int64_t predicted = plan.predicted_for(pod.name).peak_bytes;
     if (predicted <= 0) continue;  // not a pod of this plan
     const double measured = static_cast<double>(pod.report->peak_bytes);
     const double error = std::abs(static_cast<double>(predicted) - measured) / measured;

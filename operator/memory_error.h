@@ -3,8 +3,7 @@
 //
 // Guarantees (pure): memory_prediction_error() is the largest |predicted − measured| / measured
 //   over the plan's pods whose report, for the plan's epoch, carries a measured peak
-//   (PodReport::peak_bytes > 0); a pod's prediction is the largest predicted peak of the stages
-//   it runs ranks of. nullopt when no pod has measured yet, so no number is claimed for it.
+//   (PodReport::peak_bytes > 0); a pod's prediction is JobPlan::predicted_for() (its own ranks'). nullopt when no pod has measured yet, so no number is claimed for it.
 // Assumes: `pods` are the job's pods as the operator observes them (job_reconciler.h).
 #pragma once
 

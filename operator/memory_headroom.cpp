@@ -19,35 +19,23 @@ constexpr double kAfterOutOfMemoryShare = 0.9;
 // GPU's memory.
 constexpr double kMeasuredStepShare = 0.01;
 
-const PlanPod* find_pod(const JobPlan& plan, const std::string& name) {
-  for (const PlanPod& p : plan.pods)
-    if (p.name == name) return &p;
-  return nullptr;
-}
-
-// The pod's GPU type as the catalog names it, its capacity, and the prediction of the largest
-// stage it runs ranks of: in all and without the headroom the stage was planned with. nullopt
-// when there is nothing to learn from (unknown pod or type, no prediction).
+// The pod's GPU type as the catalog names it, its capacity, and its prediction: in all and
+// without the headroom it was planned with. nullopt when there is nothing to learn from
+// (unknown pod or type, no prediction).
 struct PodMemory {
   std::string gpu_type;
   std::int64_t capacity_bytes = 0;
   std::int64_t predicted_bytes = 0;
-  std::int64_t raw_bytes = 0;  // predicted_bytes less the stage's headroom_bytes
+  std::int64_t raw_bytes = 0;  // predicted_bytes less the headroom in it
 };
 std::optional<PodMemory> pod_memory(const JobPlan& plan, const std::string& pod, const planner::GpuCatalog& catalog) {
-  const PlanPod* p = find_pod(plan, pod);
-  if (p == nullptr) return std::nullopt;
+  const auto p = std::find_if(plan.pods.begin(), plan.pods.end(), [&](const PlanPod& x) { return x.name == pod; });
+  if (p == plan.pods.end()) return std::nullopt;
   const planner::GpuType* gpu = catalog.find(p->gpu_type);
-  if (gpu == nullptr || gpu->memory_bytes <= 0) return std::nullopt;
-  PodMemory m{gpu->name, gpu->memory_bytes, 0, 0};
-  for (const PlanStage& stage : plan.stages)
-    if (std::find(stage.pods.begin(), stage.pods.end(), pod) != stage.pods.end() &&
-        stage.predicted_peak_bytes > m.predicted_bytes) {
-      m.predicted_bytes = stage.predicted_peak_bytes;
-      m.raw_bytes = std::max<std::int64_t>(stage.predicted_peak_bytes - stage.headroom_bytes, 0);
-    }
-  if (m.predicted_bytes <= 0) return std::nullopt;
-  return m;
+  const PodPrediction predicted = plan.predicted_for(pod);
+  if (gpu == nullptr || gpu->memory_bytes <= 0 || predicted.peak_bytes <= 0) return std::nullopt;
+  return PodMemory{gpu->name, gpu->memory_bytes, predicted.peak_bytes,
+                   std::max<std::int64_t>(predicted.peak_bytes - predicted.headroom_bytes, 0)};
 }
 
 }  // namespace
@@ -80,6 +68,22 @@ std::string MemoryHeadroom::signature() const {
   return out;
 }
 
+bool MemoryHeadroom::keep_only(const std::string& model_key) {
+  const auto before = types.size();
+  std::erase_if(types, [&](const TypeHeadroom& t) { return t.model != model_key; });
+  return types.size() != before;
+}
+
+std::string headroom_key(const JobSpec& spec) {
+  std::string key = spec.model;
+  if (spec.model_spec) {
+    const InlineModel& m = *spec.model_spec;
+    for (const int v : {m.num_layers, m.hidden, m.heads, m.vocab_size, m.seq_len, m.ffn_hidden})
+      key += "," + std::to_string(v);
+  }
+  return key + "|" + (spec.worker_kind == WorkerKind::kMegatron ? "megatron" : "flotilla");
+}
+
 std::string MemoryHeadroom::summary() const {
   std::string out;
   for (const TypeHeadroom& t : types) out += (out.empty() ? "" : ", ") + t.gpu_type + " " + bytes_text(t.bytes);
@@ -95,6 +99,7 @@ MemoryHeadroom MemoryHeadroom::from_status(const Json& status) {
     if (!e.is_object()) continue;
     TypeHeadroom t;
     t.gpu_type = e.value("gpuType", "");
+    t.model = e.value("model", "");
     t.bytes = e.value("bytes", std::int64_t{0});
     t.reason = e.value("reason", "");
     t.message = e.value("message", "");
@@ -108,6 +113,7 @@ Json MemoryHeadroom::to_status() const {
   Json out = Json::array();
   for (const TypeHeadroom& t : types)
     out.push_back({{"gpuType", t.gpu_type},
+                   {"model", t.model},
                    {"bytes", t.bytes},
                    {"reason", t.reason},
                    {"message", t.message},
@@ -122,7 +128,9 @@ std::optional<double> torch_size(std::string_view number, std::string_view unit)
   const std::string text(number);
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == nullptr || *end != '\0' || !(value >= 0)) return std::nullopt;
+  // Finite and below 2^50 of its unit, so the bytes fit an int64 ("inf" parses as a number).
+  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) || value < 0 || value > 0x1p50)
+    return std::nullopt;
   for (const auto& [name, scale] : {std::pair<std::string_view, double>{"bytes", 1.0},
                                     {"KiB", 1024.0},
                                     {"MiB", 1024.0 * 1024},
@@ -184,12 +192,6 @@ std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message) {
   return std::nullopt;
 }
 
-bool is_out_of_memory(const std::string& worker_message) {
-  for (const char* line : {"out of GPU memory", "CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
-                           "cudaErrorMemoryAllocation"})
-    if (worker_message.find(line) != std::string::npos) return true;
-  return false;
-}
 
 std::optional<TypeHeadroom> after_out_of_memory(const JobPlan& plan, const std::string& pod,
                                                 const std::string& worker_message, const MemoryHeadroom& before,

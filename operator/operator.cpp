@@ -217,14 +217,15 @@ const JobTable& Operator::table_for(const JobSpec& spec, const Json& status) {
   if (auto m = measured_.find(spec.key()); m != measured_.end() && m->second.compute)
     key += "|measured:" + spec.key() + ":" + m->second.signature;
   // Memory headroom the job's workers taught it (memory_headroom.h) is the job's own too.
-  const MemoryHeadroom headroom = MemoryHeadroom::from_status(status);
+  MemoryHeadroom headroom = MemoryHeadroom::from_status(status);
+  headroom.keep_only(headroom_key(spec));  // the reconcile drops the rest from status too
   if (!headroom.empty()) key += "|headroom:" + spec.key() + ":" + headroom.signature();
   auto it = tables_.find(key);
   if (it == tables_.end()) {
     planner::EvalContext eval = eval_for(spec.key());
     planner::GpuCatalog catalog;
     if (!headroom.empty()) {
-      catalog = with_headroom(catalog_, headroom);
+      catalog = with_headroom(*eval.catalog, headroom);
       eval.catalog = &catalog;
     }
     it = tables_.emplace(key, build_job_table(spec, pass_capacity_, eval)).first;

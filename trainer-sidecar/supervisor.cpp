@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/exponential_backoff.h"
+#include "common/out_of_memory.h"
 
 namespace flotilla::sidecar {
 namespace {
@@ -62,7 +63,9 @@ std::int64_t backoff_ms(const SupervisorConfig& c, int restart) {
 SupervisorStep on_failure(SupervisorState s, const Input& in, const SupervisorConfig& c) {
   Actions out;
   s.phase = PodState::kFailed;
-  if (s.local_world) {
+  // Out of GPU memory: the plan asks more of this GPU than it offers, so the same plan restarted
+  // here fails the same way; the operator re-plans with what the failure taught it.
+  if (s.local_world && !is_out_of_memory(s.message)) {
     if (in.made_progress) s.restarts = 0;  // a failure after new steps starts the count again
     if (s.restarts < c.max_restarts) {
       ++s.restarts;
@@ -79,7 +82,8 @@ SupervisorStep on_failure(SupervisorState s, const Input& in, const SupervisorCo
     out.push_back(exit_with(1));
     return {s, out};
   }
-  // Ranks in other pods: only the operator can restart the world (a new epoch).
+  // Ranks in other pods, or a plan that does not fit: only the operator can restart the world
+  // (a new epoch).
   if (in.before_first_step) s.phase = PodState::kDegraded;
   out.push_back(act(ActionKind::kReport));
   return {s, out};

@@ -22,7 +22,10 @@
 //     a row without progress, per epoch, with exponential backoff (base · 2^(k-1), capped); an
 //     attempt that completed a step beyond every earlier attempt (made_progress) starts the count
 //     again, so a worker killed now and then mid-training is always restarted, while one that
-//     fails the same way before any new step gives up after max_restarts.
+//     fails the same way before any new step gives up after max_restarts. A worker out of GPU
+//     memory (common/out_of_memory.h) is never restarted locally: the same plan would fail the
+//     same way, so the pod reports Failed (Degraded before the first step) and waits for the
+//     operator's next plan, as a world spanning pods does.
 // Assumes: the loop feeds kWorkersExited exactly once per started attempt, after every worker
 //   process of it has been reaped.
 // Caveats: the message of a failure is whatever the loop passes (one line of a worker's log).

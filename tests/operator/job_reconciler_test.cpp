@@ -771,6 +771,11 @@ TEST(JobReconciler, AWorkerOutOfMemoryTeachesTheJobHeadroomAndRePlansItUnderIt) 
     roomy_used = roomy_used || s.gpu_type == "emu-roomy";
   }
   EXPECT_TRUE(roomy_used) << h.obs.status["plan"].dump();
+  // Each pod records its own prediction and, on emu-slow, the headroom in it.
+  for (const fo::PlanPod& p : replanned->pods) {
+    EXPECT_GT(p.predicted_peak_bytes, 0) << p.name;
+    EXPECT_EQ(p.headroom_bytes, p.gpu_type == "emu-slow" ? learned.types[0].bytes : 0) << p.name;
+  }
   EXPECT_EQ(h.obs.status["failures"].value("consecutive", 0), 1) << "an OOM is a failure like any other";
 
   // The same (old-epoch) reports again: nothing more is learned.
@@ -834,4 +839,75 @@ TEST(JobReconciler, AJobThatLearnedHeadroomSaysSoWhenNothingFits) {
             std::string::npos)
       << message;
   EXPECT_EQ(message.find("recompute"), std::string::npos) << message;
+}
+
+namespace {
+
+// The fixture's emu-slow, claimed at 64 MB with no context (so the model's tensors dominate),
+// and a slower emu-roomy of the same memory.
+flotilla::planner::GpuCatalog catalog_of_64_mb_gpus() {
+  return flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
+  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+             usd_per_hour: 1, cuda_context_bytes: 0}
+  emu-roomy: {memory_bytes: 64000000, peak_bf16_tflops: 0.0005, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+              gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+              usd_per_hour: 1, cuda_context_bytes: 0}
+)")
+      .value();
+}
+
+}  // namespace
+
+// A world in one pod: its sidecar does not restart an OOM locally (it reports it at once,
+// restarts 0), and the operator re-plans it; a sidecar that gave up after local restarts on an
+// OOM (an older sidecar) is re-planned too, not failed. When the job finally fails, the Failed
+// condition names the headroom it keeps.
+TEST(JobReconciler, AOnePodWorldOutOfMemoryIsRePlannedNotFailed) {
+  Harness h;
+  h.world.catalog = catalog_of_64_mb_gpus();
+  fo::NodeView roomy = node("n2", 2);
+  roomy.gpu_type = "emu-roomy";
+  h.cluster.nodes.push_back(roomy);
+  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed"}, "backoffLimit": 1})"));
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  h.report(h.obs.pods[0], flotilla::PodState::kDegraded, 1);
+  h.obs.pods[0].report->message = "flotilla-worker rank 0: error: out of GPU memory in the forward pass";
+  h.obs.pods[0].report->restarts = 1;  // as an older sidecar that restarted it once
+  h.apply(h.step());
+  EXPECT_EQ(h.phase(), "Rescaling") << h.obs.status.dump();
+  EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/OutOfMemory");
+  EXPECT_EQ(h.epoch(), 2);
+  ASSERT_EQ(fo::MemoryHeadroom::from_status(h.obs.status).types.size(), 1u);
+  // The second failure in a row without progress exceeds backoffLimit 1: Failed, and the
+  // condition says what the job keeps.
+  h.obs.now = "2026-11-24T00:01:00Z";
+  for (fo::PodObservation& p : h.obs.pods) {
+    if (p.deleting) continue;
+    h.report(p, flotilla::PodState::kDegraded, 2);
+    p.report->message = "cannot open loss log";
+  }
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Failed") << h.obs.status.dump();
+  EXPECT_NE(condition_message(h.obs.status, "Failed").find("Memory headroom learned from the workers"),
+            std::string::npos)
+      << condition_message(h.obs.status, "Failed");
+}
+
+// Headroom holds for the model it was learned with: a spec that trains another model starts
+// without it.
+TEST(JobReconciler, HeadroomLearnedForAnotherModelIsDropped) {
+  Harness h;
+  fo::MemoryHeadroom learned;
+  learned.set({"emu-slow", 1'000'000, "OutOfMemory", "", 1, "small|flotilla"});
+  h.obs.status["memoryHeadroom"] = learned.to_status();
+  h.obs.status["phase"] = "Pending";
+  h.apply(h.step());
+  EXPECT_EQ(fo::MemoryHeadroom::from_status(h.obs.status).signature(), "emu-slow=1000000") << "same model: kept";
+  h.obs.spec = spec_of(job_object(R"({"model": "tiny"})"));
+  h.apply(h.step());
+  EXPECT_FALSE(h.obs.status.contains("memoryHeadroom")) << h.obs.status.dump();
 }

@@ -46,12 +46,12 @@ fo::JobPlan two_stage_plan(std::int64_t stage1_peak_bytes = 9'000'000'000, std::
 }  // namespace
 
 TEST(MemoryHeadroom, RecognisesOutOfGpuMemoryLinesOnly) {
-  EXPECT_TRUE(fo::is_out_of_memory(
+  EXPECT_TRUE(flotilla::is_out_of_memory(
       "out of GPU memory: could not allocate 0.00 GiB (1024 bytes) (emulated emu-small: 0.00 GiB in use of ...)"));
-  EXPECT_TRUE(fo::is_out_of_memory("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."));
-  EXPECT_TRUE(fo::is_out_of_memory("RuntimeError: CUDA error: out of memory"));
-  EXPECT_FALSE(fo::is_out_of_memory("out of host memory: could not allocate 1.00 GiB"));
-  EXPECT_FALSE(fo::is_out_of_memory("cannot start the workers: data file '/data/t.txt' not found"));
+  EXPECT_TRUE(flotilla::is_out_of_memory("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."));
+  EXPECT_TRUE(flotilla::is_out_of_memory("RuntimeError: CUDA error: out of memory"));
+  EXPECT_FALSE(flotilla::is_out_of_memory("out of host memory: could not allocate 1.00 GiB"));
+  EXPECT_FALSE(flotilla::is_out_of_memory("cannot start the workers: data file '/data/t.txt' not found"));
 }
 
 // Pod b (gpu-11, 11 GB) ran out at a predicted 9 GB: a gpu-11 rank may now hold 0.9 x 9 = 8.1 GB
@@ -198,7 +198,7 @@ TEST(MemoryHeadroom, PyTorchOutOfMemoryLinesSayWhatTheGpuOffered) {
       "23.69 GiB of which 10.75 MiB is free. Process 4242 has 2.00 GiB memory in use. Including non-PyTorch "
       "memory, this process has 21.67 GiB memory in use. Of the allocated memory 20.90 GiB is allocated by "
       "PyTorch, and 418.11 MiB is reserved by PyTorch but unallocated.";
-  EXPECT_TRUE(fo::is_out_of_memory(torch2));
+  EXPECT_TRUE(flotilla::is_out_of_memory(torch2));
   // 21.67 GiB + 10.75 MiB.
   const double expected2 = 21.67 * 1024 * 1024 * 1024 + 10.75 * 1024 * 1024;
   ASSERT_TRUE(fo::usable_bytes_in(torch2));
@@ -209,4 +209,40 @@ TEST(MemoryHeadroom, PyTorchOutOfMemoryLinesSayWhatTheGpuOffered) {
   ASSERT_TRUE(fo::usable_bytes_in(torch1));
   EXPECT_NEAR(static_cast<double>(*fo::usable_bytes_in(torch1)), (47.06 + 188.00) * 1024 * 1024, 1.0);
   EXPECT_FALSE(fo::usable_bytes_in("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."));
+}
+
+// A stage may mix GPU types: a pod's own prediction (its type's ranks) is what the evidence is
+// compared with, not the stage's largest. Pod "x" (gpu-16, 14 GB) and pod "y" (gpu-11, 9 GB) run
+// one stage predicted at 14 GB; y's OOM gives gpu-11 11 - 0.9 x 9 = 2.9 GB (the stage's 14 GB
+// would have given 11 - 12.6 < 0: nothing learned, and the same plan relaunched).
+TEST(MemoryHeadroom, APodOfAMixedStageIsJudgedByItsOwnPrediction) {
+  fo::JobPlan plan;
+  plan.epoch = 2;
+  plan.pods = {{"x", "n0", "gpu-16", 1, {0}, 14'000'000'000, 0}, {"y", "n1", "gpu-11", 1, {1}, 9'000'000'000, 0}};
+  fo::PlanStage stage;
+  stage.gpu_type = "gpu-16";
+  stage.pods = {"x", "y"};
+  stage.predicted_peak_bytes = 14'000'000'000;
+  plan.stages = {stage};
+  const auto t = fo::after_out_of_memory(plan, "y", "CUDA out of memory", {}, catalog());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->gpu_type, "gpu-11");
+  EXPECT_EQ(t->bytes, 2'900'000'000);
+  // A pod planned with 1 GB of headroom (its own record): raw 8 GB, 11 - 7.2 = 3.8 GB.
+  plan.pods[1].predicted_peak_bytes = 9'000'000'000;
+  plan.pods[1].headroom_bytes = 1'000'000'000;
+  fo::MemoryHeadroom before;
+  before.set({"gpu-11", 1'000'000'000, "OutOfMemory", "", 1});
+  const auto u = fo::after_out_of_memory(plan, "y", "CUDA out of memory", before, catalog());
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->bytes, 3'800'000'000);
+}
+
+TEST(MemoryHeadroom, HoldsForOneModelAndWorkerKind) {
+  fo::MemoryHeadroom h;
+  h.set({"gpu-11", 5, "OutOfMemory", "", 1, "small|flotilla"});
+  h.set({"gpu-16", 7, "OutOfMemory", "", 1, "tiny|flotilla"});
+  EXPECT_TRUE(h.keep_only("small|flotilla"));
+  EXPECT_EQ(h.signature(), "gpu-11=5");
+  EXPECT_FALSE(h.keep_only("small|flotilla"));
 }

@@ -186,6 +186,27 @@ TEST(SidecarSupervisor, CrashWithRanksElsewhereReportsFailedAndWaitsForANewEpoch
   EXPECT_EQ(d.feed(plan_input(2, 2, false)), (Kinds{K::kRendezvous, K::kReport}));
 }
 
+// A world in one pod whose worker ran out of GPU memory is not restarted locally (the same plan
+// would fail the same way): the pod reports the failure at once, with no restart counted, and
+// waits for the operator's next plan like a world spanning pods.
+TEST(SidecarSupervisor, OutOfGpuMemoryInAOnePodWorldIsHandedToTheOperator) {
+  Driver d(restarting(3));
+  run_epoch_one(d, true);
+  d.feed(worker_failed("flotilla-worker rank 0: error: out of GPU memory in the forward pass; usable GPU memory 1 bytes"));
+  EXPECT_EQ(d.feed(workers_exited(false, false, true)), Kinds{K::kReport});
+  EXPECT_EQ(d.state().phase, PodState::kDegraded);
+  EXPECT_EQ(d.state().restarts, 0);
+  EXPECT_FALSE(d.state().exited);
+  EXPECT_EQ(d.feed(restart_due()), Kinds{});
+  EXPECT_EQ(d.feed(plan_input(2, 1, true)), Kinds{K::kReport});
+  EXPECT_EQ(d.state().phase, PodState::kStopped);
+  // Out of host memory is a crash like any other: restarted locally.
+  Driver e(restarting(3));
+  run_epoch_one(e, true);
+  e.feed(worker_failed("out of host memory: could not allocate 1.00 GiB"));
+  EXPECT_EQ(e.feed(workers_exited(false, false, true)), (Kinds{K::kReport, K::kScheduleRestart}));
+}
+
 TEST(SidecarSupervisor, FailureBeforeTheFirstStepOfAMultiPodWorldIsDegraded) {
   Driver d;
   run_epoch_one(d, false);
