@@ -528,7 +528,11 @@ void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& act
     auto r = client_->patch(kube::resources::pods, spec.ns, name, kube::PatchType::Merge, patch);
     if (!r && !r.is(kube::ErrorKind::NotFound)) api_errors_.report("patch pods" + in, r.error());
   }
-  for (const JobEvent& e : actions.events) record_event(job, e.type, e.reason, e.message);
+  for (const JobEvent& e : actions.events) {
+    // One OutOfMemory event per plan whose workers ran out (the rescale's; memory_headroom.h).
+    if (e.reason == "OutOfMemory") metrics_.inc("flotilla_worker_out_of_memory_total");
+    record_event(job, e.type, e.reason, e.message);
+  }
 }
 
 void Operator::record_event(const Json& job, const std::string& type, const std::string& reason,

@@ -368,7 +368,7 @@ TEST_F(PromTool, RulesCheckAndEveryAlertsUnitTestPasses) {
   const fs::path rules = flotilla::helm_test::chart_dir() / "files/rules.yaml";
   auto r = run_command("promtool check rules " + rules.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("SUCCESS: 11 rules found"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SUCCESS: 12 rules found"), std::string::npos) << r.output;
   const fs::path tests = fs::path(FLOTILLA_SOURCE_DIR) / "tests/helm/rules_test.yaml";
   r = run_command("promtool test rules " + tests.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -382,7 +382,7 @@ TEST_F(PromTool, RulesCheckAndEveryAlertsUnitTestPasses) {
     EXPECT_NE(tests_text.find("alertname: " + m[1].str()), std::string::npos) << m[1] << " has no unit test";
     rest = m.suffix();
   }
-  EXPECT_EQ(alerts, 5);
+  EXPECT_EQ(alerts, 6);
 }
 
 // The unit tests can fail: each alert's threshold loosened or tightened breaks them.
@@ -398,7 +398,8 @@ TEST_F(PromTool, UnitTestsFailWhenAThresholdMoves) {
            {"flotilla:rescales:increase1h > 10", "flotilla:rescales:increase1h > 5"},
            {"flotilla:reconcile_error_ratio:rate5m > 0.05", "flotilla:reconcile_error_ratio:rate5m > 0.005"},
            {"(max(flotilla_leader) or vector(0)) < 1", "max(flotilla_leader) < 1"},
-           {"flotilla_memory_prediction_error_ratio) > 0.2", "flotilla_memory_prediction_error_ratio) > 0.05"}}) {
+           {"flotilla_memory_prediction_error_ratio) > 0.2", "flotilla_memory_prediction_error_ratio) > 0.05"},
+           {"flotilla_worker_out_of_memory_total[30m])) > 0", "flotilla_worker_out_of_memory_total[30m])) > 1"}}) {
     std::string mutated = rules;
     const auto at = mutated.find(from);
     ASSERT_NE(at, std::string::npos) << from;

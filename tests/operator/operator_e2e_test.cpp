@@ -5,6 +5,7 @@
 
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/net/http_client.h"
 #include "process/spawn.h"
 #include "tests/operator/local_cluster_fixture.h"
 
@@ -385,5 +386,15 @@ TEST_F(OverstatedGpus, AWorkerOutOfMemoryIsLearnedAndTheJobReplannedAroundIt) {
     EXPECT_LE(stage.value("predictedPeakBytes", std::int64_t{0}) - 63'100'000, 900'000) << stage.dump();
   }
   EXPECT_EQ(status["failures"].value("consecutive", 0), 1) << "one OOM, then the re-plan ran";
+  // The operator counts it for the FlotillaWorkerOutOfMemory alert.
+  flotilla::kube::net::ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(up_state().value("metricsPort", 0));
+  std::string error;
+  auto metrics = flotilla::kube::net::HttpClient::create(config, &error);
+  ASSERT_TRUE(metrics) << error;
+  const auto scrape = metrics->get("/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.error;
+  EXPECT_NE(scrape.response.body.find("\nflotilla_worker_out_of_memory_total 1\n"), std::string::npos)
+      << scrape.response.body;
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(60)) << "the loss log differs from an uninterrupted run";
 }
