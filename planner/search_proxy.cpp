@@ -157,7 +157,9 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
                                           int num_micro_batches) {
   std::vector<StageTiming>& timings = timings_;  // reused: estimate() runs per DP candidate
   timings.assign(choices.size(), StageTiming{});
-  const std::vector<std::size_t> first_zone = stage_first_zones(pools_, configs, choices, dp);
+  if (!assigner_ || !assigner_->serves(configs, dp)) assigner_.emplace(pools_, configs, dp);
+  std::vector<std::size_t>& first_zone = first_zone_;  // as stage_first_zones(), without its allocations
+  assigner_->first_zones(choices, first_zone);
   double usd_per_second = 0;
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const StageChoice& choice = choices[i];

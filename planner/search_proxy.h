@@ -15,9 +15,11 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "planner/region_assigner.h"
 #include "planner/search_space.h"
 #include "planner/stage_dp.h"
 
@@ -97,6 +99,10 @@ class ProxyTimer {
   int zones_ = 0;
   std::vector<signed char> links_;  // zones_ x zones_ LinkKind, -1: not asked yet
   std::vector<StageTiming> timings_;  // estimate()'s per-stage timings
+  // estimate()'s regions, for the configs and D it was last asked (the search asks one (mbs, D)
+  // run's candidates in a row), and its per-stage first zones.
+  std::optional<RegionAssigner> assigner_;
+  std::vector<std::size_t> first_zone_;
 };
 
 // The stage DP's time tables for one (mbs, D), per stage config: the proxy's cycle prefix sums
