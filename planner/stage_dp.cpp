@@ -254,7 +254,11 @@ StageDp::StageDp(const StageDpInput& input) : in_(input) {
 
 // Smallest start position that fits, per end position, for positions `bounds` (block of
 // each position boundary); it never decreases as the end grows (two pointers, O(positions)).
-void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const {
+// `floor` (may be null): the row of the same config with fewer micro-batches in flight. A stage
+// holds in_flight x its per-micro-batch activations and nothing else grows with in_flight, so a
+// start that did not fit there does not fit here: the pointer starts at floor[end] instead of
+// testing those starts again (about half of stage_memory()'s calls).
+void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, const int* floor, int* row) const {
   const StageConfig& config = (*in_.configs)[c];
   const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
   StageShape shape;
@@ -276,6 +280,7 @@ void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, i
   row[0] = 0;
   int start = 0;
   for (int end = 1; end <= positions; ++end) {
+    if (floor != nullptr) start = std::max(start, floor[end]);
     while (start < end && !fits(start, end)) ++start;
     row[end] = start;
   }
@@ -288,8 +293,13 @@ void StageDp::build_memory_rows(int in_flight) {
   if (!rows.empty()) return;
   const int configs = static_cast<int>(in_.configs->size());
   rows.assign(static_cast<std::size_t>(configs) * (blocks_ + 1), 0);
-  for (int c = 0; c < configs; ++c)
-    memory_row(c, in_flight, bounds_, &rows[static_cast<std::size_t>(c) * (blocks_ + 1)]);
+  const std::vector<int>* fewer = nullptr;  // the nearest built row set with fewer in flight
+  for (int k = in_flight - 1; k >= 1 && fewer == nullptr; --k)
+    if (!mem_start_[k - 1].empty()) fewer = &mem_start_[k - 1];
+  for (int c = 0; c < configs; ++c) {
+    const std::size_t row = static_cast<std::size_t>(c) * (blocks_ + 1);
+    memory_row(c, in_flight, bounds_, fewer != nullptr ? &(*fewer)[row] : nullptr, &rows[row]);
+  }
 }
 
 void StageDp::reuse_memory_rows(const StageDp& other) {
@@ -314,7 +324,7 @@ const int* StageDp::fine_memory_row(int c, int in_flight) {
     std::vector<int> identity(fine_blocks_ + 1);
     for (int b = 0; b <= fine_blocks_; ++b) identity[b] = b;
     row.resize(fine_blocks_ + 1);
-    memory_row(c, in_flight, identity, row.data());
+    memory_row(c, in_flight, identity, nullptr, row.data());
   }
   return row.data();
 }

@@ -165,7 +165,7 @@ class StageDp {
   void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
   void describe_sources(const Level& level);
   void build_memory_rows(int in_flight);
-  void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
+  void memory_row(int c, int in_flight, const std::vector<int>& bounds, const int* floor, int* row) const;
   const int* fine_memory_row(int c, int in_flight);
   // Smallest start block whose stage ending at end_block fits with in_flight micro-batches.
   int mem_start(int config, int in_flight, int end_block) const {
