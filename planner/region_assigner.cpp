@@ -80,12 +80,42 @@ bool RegionAssigner::attempt(const std::vector<StageChoice>& choices, bool besid
   return true;
 }
 
+// attempt() in pipeline order, the proxy's case and most candidates' only try: the one
+// neighbour placed before a stage is the previous stage, so it looks only there (attempt() also
+// visits i - 1 twice and i + 1, which is never placed yet in this order).
+bool RegionAssigner::attempt_in_pipeline_order(const std::vector<StageChoice>& choices, std::vector<int>& region) {
+  std::copy(initial_units_.begin(), initial_units_.end(), units_left_.begin());
+  region.resize(choices.size());
+  int previous_id = -1;  // the number of the previous stage's region name
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const ConfigView& view = views_[static_cast<std::size_t>(choices[i].config)];
+    const int* ids = region_ids_.data() + view.region_base;
+    if (view.regions == 0) {  // one region: the DP's capacity already holds
+      region[i] = 0;
+      previous_id = ids[0];
+      continue;
+    }
+    int* left = units_left_.data() + view.region_base;
+    int chosen = -1;
+    for (int r = 0; r < view.regions && chosen < 0 && previous_id >= 0; ++r)
+      if (left[r] >= view.tp && ids[r] == previous_id) chosen = r;
+    for (int r = 0; r < view.regions && chosen < 0; ++r)
+      if (left[r] >= view.tp) chosen = r;
+    if (chosen < 0) return false;
+    left[chosen] -= view.tp;
+    region[i] = chosen;
+    previous_id = ids[chosen];
+  }
+  return true;
+}
+
 bool RegionAssigner::assign(const std::vector<StageChoice>& choices, Placement placement, std::vector<int>& region) {
   const bool beside_first = placement == Placement::kLastBesideFirst && choices.size() > 1;
+  if (!beside_first && attempt_in_pipeline_order(choices, region)) return true;
   order_.resize(choices.size());
   for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
   if (beside_first && order_.size() > 2) std::rotate(order_.begin() + 1, order_.end() - 1, order_.end());
-  if (attempt(choices, beside_first, region)) return true;
+  if (beside_first && attempt(choices, beside_first, region)) return true;
   // Largest TP first: with power-of-two TP degrees this fits whenever regions_hold() does.
   std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
     return views_[static_cast<std::size_t>(choices[a].config)].tp >

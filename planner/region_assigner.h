@@ -35,6 +35,7 @@ class RegionAssigner {
 
  private:
   bool attempt(const std::vector<StageChoice>& choices, bool beside_first, std::vector<int>& region);
+  bool attempt_in_pipeline_order(const std::vector<StageChoice>& choices, std::vector<int>& region);
 
   std::vector<StageConfig> configs_;
   int dp_ = 1;
