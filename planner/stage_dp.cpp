@@ -24,6 +24,7 @@ struct Relax {
   int positions = 0;           // blocks (or units) in the model
   const double* prefix = nullptr;
   double p2p = 0;
+  const double* end_time = nullptr;  // prefix[end] + p2p per end (relax_nonincreasing() only)
   float limit = kInf;
   const int* mem_start = nullptr;  // per end: smallest start whose stage fits
   float* best = nullptr;
@@ -151,19 +152,30 @@ void relax_linear(const Relax& r, std::vector<int>& window_storage) {
 // grows, so c only moves left: one pointer, no window. `run_start[e]`: the first end of the run
 // of equal tau values that holds e.
 void relax_nonincreasing(const Relax& r, const std::int16_t* run_start) {
-  const float* tau = r.tau;
-  const double* prefix = r.prefix;
-  const double p2p = r.p2p;
-  auto stage_seconds = [&](int start, int end) { return static_cast<float>(prefix[end] + p2p - prefix[start]); };
+  // Every field in a local: the stores into the target row could otherwise alias r's fields
+  // (first_finite is an int*, best a float*), and the compiler reloaded them per start.
+  const float* const tau = r.tau;
+  const double* const prefix = r.prefix;
+  const double* const end_time = r.end_time;  // prefix[end] + p2p: the same double as the sweep's sum
+  const int* const mem_start = r.mem_start;
+  float* const best = r.best;
+  std::int16_t* const best_end = r.best_end;
+  std::int16_t* const best_config = r.best_config;
+  const auto config = static_cast<std::int16_t>(r.config);
+  const float limit = r.limit;
+  const int first_end = r.first_end;
+  int first_kept = *r.first_finite, last_kept = *r.last_finite;
   const int lowest_start = lowest_sweep_start(r);
   int hi = r.last_end;      // last end that fits with the current start
   int c = r.last_end + 1;   // crossing: first end in [a, hi] with S >= tau, else hi + 1
   for (int start = r.last_end - 1; start >= lowest_start; --start) {
-    while (hi > start && r.mem_start[hi] > start) --hi;
-    const int a = std::max(start + 1, r.first_end);  // lowest end with a finite tau
+    while (hi > start && mem_start[hi] > start) --hi;
+    const int a = std::max(start + 1, first_end);  // lowest end with a finite tau
     if (c > hi + 1) c = hi + 1;
     if (hi < a) continue;
-    while (c - 1 >= a && stage_seconds(start, c - 1) >= tau[c - 1]) --c;
+    const double from = prefix[start];
+    // As stage_seconds() elsewhere: float(prefix[end] + p2p - prefix[start]).
+    while (c - 1 >= a && static_cast<float>(end_time[c - 1] - from) >= tau[c - 1]) --c;
     float chosen = kInf;
     int chosen_end = -1;
     if (c > a) {
@@ -171,15 +183,21 @@ void relax_nonincreasing(const Relax& r, const std::int16_t* run_start) {
       chosen_end = std::max<int>(run_start[c - 1], a);
     }
     if (c <= hi) {
-      const float at_c = stage_seconds(start, c);
+      const float at_c = static_cast<float>(end_time[c] - from);
       if (at_c < chosen) {
         chosen = at_c;
         chosen_end = c;
       }
     }
-    if (chosen_end < 0 || chosen > r.limit || !(chosen < r.best[start])) continue;
-    r.keep(start, chosen, chosen_end);
+    if (chosen_end < 0 || chosen > limit || !(chosen < best[start])) continue;
+    best[start] = chosen;
+    best_end[start] = static_cast<std::int16_t>(chosen_end);
+    best_config[start] = config;
+    first_kept = std::min(first_kept, start);
+    last_kept = std::max(last_kept, start);
   }
+  *r.first_finite = first_kept;
+  *r.last_finite = last_kept;
 }
 
 }  // namespace
@@ -460,10 +478,12 @@ void StageDp::build_end_rows(int depth, int in_flight, float limit) {
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   const double stages_left = std::max(1, in_.max_stages - depth - 1);  // as the child level's score
   end_rows_.assign(static_cast<std::size_t>(configs) * cells, kInf);
+  end_time_.resize(static_cast<std::size_t>(configs) * cells);
   for (int c = 0; c < configs; ++c) {
     const double* prefix = unit_prefix_[c].data();
     const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];
     float* row = &end_rows_[static_cast<std::size_t>(c) * cells];
+    for (std::size_t end = 0; end < cells; ++end) end_time_[static_cast<std::size_t>(c) * cells + end] = prefix[end] + p2p;
     for (int end = 1; end <= blocks_; ++end) {
       const int lowest = mem_start(c, in_flight, end);
       if (lowest >= end) continue;
@@ -610,6 +630,7 @@ void StageDp::relax_move(int depth, int in_flight, float limit, const Move& move
   r.positions = blocks_;
   r.prefix = unit_prefix_[c].data();
   r.p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];  // depth 0: the last stage, no p2p
+  r.end_time = &end_time_[static_cast<std::size_t>(c) * cells];  // build_end_rows(), this depth
   r.limit = limit;
   r.mem_start = &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * cells];
   r.best = &rows.tau[slot * cells];

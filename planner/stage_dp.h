@@ -194,6 +194,7 @@ class StageDp {
   std::vector<int> window_;  // relax_linear()'s deque, reused
   std::vector<double> fastest_prefix_;  // per position: the least prefix time over the configs
   std::vector<float> end_rows_;         // build_end_rows(), per config x position, this depth
+  std::vector<double> end_time_;        // build_end_rows(), per config x position: prefix + p2p
   std::vector<Move> moves_;             // this depth's transitions, in creation order
   Level beam_arena_;
   StateIndex next_index_;
