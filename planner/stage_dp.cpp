@@ -3,6 +3,7 @@
 #include "planner/runtime_overhead.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -683,10 +684,10 @@ void StageDp::keep_best_states(int depth, float limit) {
   const std::size_t keep = static_cast<std::size_t>(in_.max_states_per_depth);
   // Moves grouped by target, in their original order (a counting sort).
   std::vector<int> first_move(states + 1, 0);
-  std::vector<double> bound(states, kNoEnd);
+  std::vector<float> bound(states, kInf);
   for (const Move& move : moves_) {
     ++first_move[move.target + 1];
-    bound[move.target] = std::min(bound[move.target], static_cast<double>(move.bound));
+    bound[move.target] = std::min(bound[move.target], move.bound);
   }
   for (int t = 0; t < states; ++t) first_move[t + 1] += first_move[t];
   std::vector<int> by_target(moves_.size());
@@ -696,10 +697,16 @@ void StageDp::keep_best_states(int depth, float limit) {
   }
   // States by (bound, id), lowest first, drawn from a heap (most are never drawn); the eager
   // reference takes them in id order.
+  // The heap holds (bound, id) packed in one integer, the bound's bits above the id: a bound is
+  // a float and never negative (+ 0.0f turns a -0 into +0), and such floats order as their bits,
+  // so one integer compare per heap step orders as the pair would.
   using Ranked = std::pair<double, int>;  // (score or its bound, state id): the selection's order
-  std::vector<Ranked> order(states);
-  for (int t = 0; t < states; ++t) order[t] = {in_.eager_beam_reference ? 0.0 : bound[t], t};
-  std::make_heap(order.begin(), order.end(), std::greater<Ranked>());
+  std::vector<std::uint64_t> order(static_cast<std::size_t>(states));
+  for (int t = 0; t < states; ++t) {
+    const std::uint32_t bits = in_.eager_beam_reference ? 0u : std::bit_cast<std::uint32_t>(bound[t] + 0.0f);
+    order[static_cast<std::size_t>(t)] = (static_cast<std::uint64_t>(bits) << 32) | static_cast<std::uint32_t>(t);
+  }
+  std::make_heap(order.begin(), order.end(), std::greater<std::uint64_t>());
   // The relaxed states' rows, in an arena indexed by slot.
   Level& arena = beam_arena_;
   arena.first_finite.clear();
@@ -708,8 +715,8 @@ void StageDp::keep_best_states(int depth, float limit) {
   std::priority_queue<Ranked> kept;  // the worst kept on top
   int slots = 0;
   for (auto heap_end = order.end(); heap_end != order.begin(); --heap_end) {
-    std::pop_heap(order.begin(), heap_end, std::greater<Ranked>());
-    const int t = (heap_end - 1)->second;
+    std::pop_heap(order.begin(), heap_end, std::greater<std::uint64_t>());
+    const int t = static_cast<int>(static_cast<std::uint32_t>(*(heap_end - 1)));
     if (!in_.eager_beam_reference && kept.size() == keep && Ranked{bound[t], t} > kept.top()) break;
     const int slot = slots++;
     ++relaxed_states_;
