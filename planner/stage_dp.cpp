@@ -423,30 +423,33 @@ std::size_t StageDp::StateIndex::slot_of(std::uint64_t key) const {
   return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & (keys_.size() - 1);
 }
 
-int StageDp::StateIndex::find(std::uint64_t key) const {
-  for (std::size_t slot = slot_of(key);; slot = (slot + 1) & (keys_.size() - 1)) {
-    if (ids_[slot] < 0) return -1;
+int StageDp::StateIndex::find_or_slot(std::uint64_t key, std::size_t& slot) {
+  grow_for_one_more();
+  for (slot = slot_of(key); ids_[slot] >= 0; slot = (slot + 1) & (keys_.size() - 1))
     if (keys_[slot] == key) return ids_[slot];
-  }
+  return -1;
 }
 
-int StageDp::StateIndex::find_or_add(std::uint64_t key, int id) {
+void StageDp::StateIndex::add_at(std::size_t slot, std::uint64_t key, int id) {
+  keys_[slot] = key;
+  ids_[slot] = id;
+  ++size_;
+}
+
+void StageDp::StateIndex::grow_for_one_more() {
   if (2 * (size_ + 1) > keys_.size()) {  // keep the load at most 1/2
     std::vector<std::uint64_t> keys = std::move(keys_);
     std::vector<int> ids = std::move(ids_);
     keys_.assign(keys.size() * 2, 0);
     ids_.assign(keys.size() * 2, -1);
     size_ = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (ids[i] >= 0) find_or_add(keys[i], ids[i]);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (ids[i] < 0) continue;
+      std::size_t slot = slot_of(keys[i]);
+      while (ids_[slot] >= 0) slot = (slot + 1) & (keys_.size() - 1);
+      add_at(slot, keys[i], ids[i]);
+    }
   }
-  std::size_t slot = slot_of(key);
-  for (; ids_[slot] >= 0; slot = (slot + 1) & (keys_.size() - 1))
-    if (keys_[slot] == key) return ids_[slot];
-  keys_[slot] = key;
-  ids_[slot] = id;
-  ++size_;
-  return id;
 }
 
 // A state's key, usage and finite range; its rows (tau, ends, configs) are allocated per depth
@@ -566,7 +569,8 @@ void StageDp::solve() {
         if (bound == kInf) continue;
         const std::uint64_t key = here.keys[s] + config_key_step_[c];
         int target;
-        if (const int found = next_index_.find(key); found >= 0) {
+        std::size_t slot = 0;
+        if (const int found = next_index_.find_or_slot(key, slot); found >= 0) {
           target = found;
         } else {
           if (states_ >= in_.max_states) {
@@ -580,7 +584,7 @@ void StageDp::solve() {
           std::copy(usage, usage + dims_, next_usage.begin());
           for (int d : config_dims_[c]) next_usage[d] += config.tp;
           target = add_state(next, key, next_usage.data());
-          next_index_.find_or_add(key, target);
+          next_index_.add_at(slot, key, target);
         }
         moves_.push_back({s, c, target, bound});
       }

@@ -137,12 +137,14 @@ class StageDp {
   class StateIndex {
    public:
     void clear(std::size_t expected);
-    // The id stored for `key`, or `id` after storing it when absent.
-    int find_or_add(std::uint64_t key, int id);
-    int find(std::uint64_t key) const;  // -1 when absent
+    // One probe for "find, else add": the id stored for `key`, or -1 and the empty `slot` where
+    // add_at() stores it (valid until the next call).
+    int find_or_slot(std::uint64_t key, std::size_t& slot);
+    void add_at(std::size_t slot, std::uint64_t key, int id);
 
    private:
     std::size_t slot_of(std::uint64_t key) const;
+    void grow_for_one_more();
     std::vector<std::uint64_t> keys_;
     std::vector<int> ids_;  // -1: empty slot
     std::size_t size_ = 0;
