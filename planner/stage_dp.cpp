@@ -506,11 +506,12 @@ void StageDp::build_end_rows(int depth, int in_flight, float limit) {
 // finish. A state covers blocks [start, end) with slowest cycle tau[start]; the blocks before
 // start still need at least fastest_prefix[start] / (stages left) on the fastest config, so
 // the score is max(tau[start], that), minimised over start.
-double StageDp::beam_score(const float* tau, int first, int last, double stages_left) const {
+// `spread[b]` is fastest_prefix[b] / stages left, divided once per depth (keep_best_states()).
+double StageDp::beam_score(const float* tau, int first, int last, const double* spread) {
   double best = kNoEnd;
   for (int b = first; b <= last; ++b) {
     if (tau[b] == kInf) continue;
-    best = std::min(best, std::max(static_cast<double>(tau[b]), fastest_prefix_[b] / stages_left));
+    best = std::min(best, std::max(static_cast<double>(tau[b]), spread[b]));
   }
   return best;
 }
@@ -661,13 +662,23 @@ void StageDp::describe_sources(const Level& level) {
     const float* tau = &level.tau[s * cells];
     std::int16_t* runs = &source_runs_[s * cells];
     const int first = std::max(1, level.first_finite[s]), last = level.last_finite[s];
-    bool nonincreasing = true;
-    for (int e = first; e <= last; ++e) {
-      const bool same = e > first && tau[e] == tau[e - 1];
-      runs[e] = same ? runs[e - 1] : static_cast<std::int16_t>(e);
-      nonincreasing = nonincreasing && (e == first || tau[e] <= tau[e - 1]);
+    if (first > last) {
+      source_nonincreasing_[s] = 1;
+      continue;
     }
-    source_nonincreasing_[s] = nonincreasing ? 1 : 0;
+    // The run and the previous value in registers, no branch per cell (no cell is NaN).
+    int run = first;
+    float previous = tau[first];
+    bool rises = false;
+    runs[first] = static_cast<std::int16_t>(first);
+    for (int e = first + 1; e <= last; ++e) {
+      const float value = tau[e];
+      run = value == previous ? run : e;
+      runs[e] = static_cast<std::int16_t>(run);
+      rises = rises | (value > previous);
+      previous = value;
+    }
+    source_nonincreasing_[s] = rises ? 0 : 1;
   }
 }
 
@@ -685,6 +696,8 @@ void StageDp::keep_best_states(int depth, float limit) {
   const int states = static_cast<int>(next.keys.size());
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   const double stages_left = std::max(1, in_.max_stages - depth - 1);
+  std::vector<double> spread(cells);  // beam_score()'s second term, the same division per cell
+  for (std::size_t b = 0; b < cells; ++b) spread[b] = fastest_prefix_[b] / stages_left;
   const std::size_t keep = static_cast<std::size_t>(in_.max_states_per_depth);
   // Moves grouped by target, in their original order (a counting sort).
   std::vector<int> first_move(states + 1, 0);
@@ -735,7 +748,7 @@ void StageDp::keep_best_states(int depth, float limit) {
     arena.last_finite.push_back(-1);
     for (int i = first_move[t]; i < first_move[t + 1]; ++i)
       relax_move(depth, in_flight, limit, moves_[by_target[i]], arena, slot);
-    const Ranked ranked{beam_score(&arena.tau[slot * cells], arena.first_finite[slot], arena.last_finite[slot], stages_left), t};
+    const Ranked ranked{beam_score(&arena.tau[slot * cells], arena.first_finite[slot], arena.last_finite[slot], spread.data()), t};
     if (kept.size() < keep) {
       kept.push(ranked);
     } else if (ranked < kept.top()) {

@@ -163,7 +163,7 @@ class StageDp {
   void allocate_rows(Level& level) const;
   void build_end_rows(int depth, int in_flight, float limit);
   static float lowest_end_score(const float* tau, const float* ends, int lo, int hi);
-  double beam_score(const float* tau, int first, int last, double stages_left) const;
+  static double beam_score(const float* tau, int first, int last, const double* spread);
   void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
   void describe_sources(const Level& level);
   void build_memory_rows(int in_flight);
