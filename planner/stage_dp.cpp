@@ -10,6 +10,10 @@
 #include <map>
 #include <queue>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "planner/memory_model.h"
 
 namespace flotilla::planner {
@@ -608,19 +612,26 @@ void StageDp::solve() {
 // Min over ends e of max(tau[e], ends[e]): no cell of the target that this move writes can
 // score below it (ends[] above: a stage ending at e has a cycle of at least the single block's,
 // and starts at mem_start(e) or later). No cell is ever past the bound (relax_linear() keeps
-// none), so tau needs no check. Floats and four accumulators in registers: the loop runs over
-// every move of a beam, and one min chain through memory waited on itself.
+// none), so tau needs no check. It runs over every move of a beam (~3.6 M for GPT-3-175B on
+// 14,336 GPUs): four cells per SSE instruction where the target has SSE2 (every x86-64), two
+// accumulators so that one min chain does not wait on itself. maxps / minps return the second
+// operand on ties where std::max / std::min return the first: the same value, since no cell
+// is NaN or -0 (times are sums and differences of non-negative seconds).
 float StageDp::lowest_end_score(const float* tau, const float* ends, int lo, int hi) {
-  float a = kInf, b = kInf, c = kInf, d = kInf;
   int end = lo;
-  for (; end + 3 <= hi; end += 4) {
-    a = std::min(a, std::max(tau[end], ends[end]));
-    b = std::min(b, std::max(tau[end + 1], ends[end + 1]));
-    c = std::min(c, std::max(tau[end + 2], ends[end + 2]));
-    d = std::min(d, std::max(tau[end + 3], ends[end + 3]));
+  float best = kInf;
+#if defined(__SSE2__)
+  __m128 a = _mm_set1_ps(kInf), b = _mm_set1_ps(kInf);
+  for (; end + 7 <= hi; end += 8) {
+    a = _mm_min_ps(a, _mm_max_ps(_mm_loadu_ps(tau + end), _mm_loadu_ps(ends + end)));
+    b = _mm_min_ps(b, _mm_max_ps(_mm_loadu_ps(tau + end + 4), _mm_loadu_ps(ends + end + 4)));
   }
-  for (; end <= hi; ++end) a = std::min(a, std::max(tau[end], ends[end]));
-  return std::min(std::min(a, b), std::min(c, d));
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, _mm_min_ps(a, b));
+  best = std::min(std::min(lanes[0], lanes[1]), std::min(lanes[2], lanes[3]));
+#endif
+  for (; end <= hi; ++end) best = std::min(best, std::max(tau[end], ends[end]));
+  return best;
 }
 
 // One move: the min-max transition of config move.config over the source state's row into a
