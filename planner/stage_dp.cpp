@@ -428,7 +428,7 @@ std::size_t StageDp::StateIndex::slot_of(std::uint64_t key) const {
 }
 
 int StageDp::StateIndex::find_or_slot(std::uint64_t key, std::size_t& slot) {
-  grow_for_one_more();
+  if (2 * (size_ + 1) > keys_.size()) grow();  // keep the load at most 1/2
   for (slot = slot_of(key); ids_[slot] >= 0; slot = (slot + 1) & (keys_.size() - 1))
     if (keys_[slot] == key) return ids_[slot];
   return -1;
@@ -440,19 +440,17 @@ void StageDp::StateIndex::add_at(std::size_t slot, std::uint64_t key, int id) {
   ++size_;
 }
 
-void StageDp::StateIndex::grow_for_one_more() {
-  if (2 * (size_ + 1) > keys_.size()) {  // keep the load at most 1/2
-    std::vector<std::uint64_t> keys = std::move(keys_);
-    std::vector<int> ids = std::move(ids_);
-    keys_.assign(keys.size() * 2, 0);
-    ids_.assign(keys.size() * 2, -1);
-    size_ = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (ids[i] < 0) continue;
-      std::size_t slot = slot_of(keys[i]);
-      while (ids_[slot] >= 0) slot = (slot + 1) & (keys_.size() - 1);
-      add_at(slot, keys[i], ids[i]);
-    }
+void StageDp::StateIndex::grow() {
+  std::vector<std::uint64_t> keys = std::move(keys_);
+  std::vector<int> ids = std::move(ids_);
+  keys_.assign(keys.size() * 2, 0);
+  ids_.assign(keys.size() * 2, -1);
+  size_ = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (ids[i] < 0) continue;
+    std::size_t slot = slot_of(keys[i]);
+    while (ids_[slot] >= 0) slot = (slot + 1) & (keys_.size() - 1);
+    add_at(slot, keys[i], ids[i]);
   }
 }
 
@@ -537,6 +535,7 @@ void StageDp::solve() {
   const bool beam = in_.max_states_per_depth > 0;
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   std::vector<int> next_usage(dims_);
+  std::size_t here_made = 0;  // states the last depth made, before a beam kept some
   for (int depth = 0; depth < in_.max_stages; ++depth) {
     levels_.emplace_back();
     const Level& here = levels_[depth];
@@ -546,7 +545,9 @@ void StageDp::solve() {
     build_end_rows(depth, in_flight, limit);
     if (!in_.quadratic_reference && !in_.window_sweep_reference) describe_sources(here);
     else source_nonincreasing_.assign(here.keys.size(), 0);
-    next_index_.clear(static_cast<std::size_t>(here.keys.size()) * 4);
+    // Sized for as many states as the last depth made (a beam's depths make thousands from its
+    // 500 states: growing from 4 per state rehashed at most depths), at least 4 per state here.
+    next_index_.clear(std::max(static_cast<std::size_t>(here.keys.size()) * 4, here_made));
     // First every (state, config) that admits a stage, and its target state, created in this
     // order (so state ids, counts and the budget are as when each move was relaxed at once).
     moves_.clear();
@@ -594,6 +595,7 @@ void StageDp::solve() {
         moves_.push_back({s, c, target, bound});
       }
     }
+    here_made = next.keys.size();
     const std::int64_t keep = in_.max_states_per_depth;
     if (beam && static_cast<std::int64_t>(next.keys.size()) > keep) {
       keep_best_states(depth, limit);

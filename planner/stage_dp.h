@@ -144,7 +144,7 @@ class StageDp {
 
    private:
     std::size_t slot_of(std::uint64_t key) const;
-    void grow_for_one_more();
+    void grow();  // doubles the slots
     std::vector<std::uint64_t> keys_;
     std::vector<int> ids_;  // -1: empty slot
     std::size_t size_ = 0;
