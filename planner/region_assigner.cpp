@@ -48,6 +48,16 @@ bool RegionAssigner::serves(const std::vector<StageConfig>& configs, int dp) con
   return true;
 }
 
+// The first of a stage's regions with room for its TP whose name has number `wanted` (any name
+// when wanted < 0), or -1.
+int RegionAssigner::region_with_room(const ConfigView& view, int wanted) const {
+  const int* left = units_left_.data() + view.region_base;
+  const int* ids = region_ids_.data() + view.region_base;
+  for (int r = 0; r < view.regions; ++r)
+    if (left[r] >= view.tp && (wanted < 0 || ids[r] == wanted)) return r;
+  return -1;
+}
+
 // One try: stages in order_; each takes a placed pipeline neighbour's region if that has room,
 // else the first region with room.
 bool RegionAssigner::attempt(const std::vector<StageChoice>& choices, bool beside_first, std::vector<int>& region) {
@@ -60,21 +70,17 @@ bool RegionAssigner::attempt(const std::vector<StageChoice>& choices, bool besid
       region[i] = 0;
       continue;
     }
-    int* left = units_left_.data() + view.region_base;
-    const int* ids = region_ids_.data() + view.region_base;
     int chosen = -1;
     // i - 1 wraps past the end when i == 0; kLastBesideFirst: the last stage looks at stage 0 first.
     for (std::size_t n : {beside_first && i == last ? std::size_t{0} : i - 1, i - 1, i + 1}) {
       if (n >= choices.size() || region[n] < 0 || chosen >= 0) continue;
-      const int wanted = region_ids_[static_cast<std::size_t>(
-          views_[static_cast<std::size_t>(choices[n].config)].region_base + region[n])];
-      for (int r = 0; r < view.regions && chosen < 0; ++r)
-        if (left[r] >= view.tp && ids[r] == wanted) chosen = r;
+      chosen =
+          region_with_room(view, region_ids_[static_cast<std::size_t>(
+                                     views_[static_cast<std::size_t>(choices[n].config)].region_base + region[n])]);
     }
-    for (int r = 0; r < view.regions && chosen < 0; ++r)
-      if (left[r] >= view.tp) chosen = r;
+    if (chosen < 0) chosen = region_with_room(view, -1);
     if (chosen < 0) return false;
-    left[chosen] -= view.tp;
+    units_left_[static_cast<std::size_t>(view.region_base + chosen)] -= view.tp;
     region[i] = chosen;
   }
   return true;
@@ -95,14 +101,10 @@ bool RegionAssigner::attempt_in_pipeline_order(const std::vector<StageChoice>& c
       previous_id = ids[0];
       continue;
     }
-    int* left = units_left_.data() + view.region_base;
-    int chosen = -1;
-    for (int r = 0; r < view.regions && chosen < 0 && previous_id >= 0; ++r)
-      if (left[r] >= view.tp && ids[r] == previous_id) chosen = r;
-    for (int r = 0; r < view.regions && chosen < 0; ++r)
-      if (left[r] >= view.tp) chosen = r;
+    int chosen = previous_id >= 0 ? region_with_room(view, previous_id) : -1;
+    if (chosen < 0) chosen = region_with_room(view, -1);
     if (chosen < 0) return false;
-    left[chosen] -= view.tp;
+    units_left_[static_cast<std::size_t>(view.region_base + chosen)] -= view.tp;
     region[i] = chosen;
     previous_id = ids[chosen];
   }

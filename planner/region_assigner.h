@@ -46,6 +46,7 @@ class RegionAssigner {
     int regions = 0;
     int region_base = 0;
   };
+  int region_with_room(const ConfigView& view, int wanted) const;
   std::vector<ConfigView> views_;
   std::vector<int> region_ids_;     // per (pool, region), flat; one-region pools: one entry, its region
   std::vector<int> region_base_;    // per pool: its first entry in region_ids_

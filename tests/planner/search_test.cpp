@@ -282,15 +282,21 @@ TEST(SearchTest, IsDeterministic) {
     EXPECT_EQ(describe_plan(a.plans[i].plan), describe_plan(b.plans[i].plan));
 }
 
+// small_llama() on A100-40 with 192 / 96 / 96 free GPUs in regions r1 / r2 / r3 (zones r1-a, ...).
+SearchRequest a100_in_three_regions() {
+  SearchRequest request = request_for(small_llama(), 512, {});
+  const char* regions[] = {"r1", "r2", "r3"};
+  const int gpus[] = {192, 96, 96};
+  for (int r = 0; r < 3; ++r) request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  return request;
+}
+
 // Issue 13 item 4: a GPU type spread over several regions is one pool of the stage DP; each
 // stage must still sit in one region. Hand-computed: A100-40 with 192 / 96 / 96 free GPUs in
 // three regions, D = 32 -> 6 / 3 / 3 TP units. Whole groups of 4 units: 4 + 0 + 0.
 TEST(SearchTest, GroupedRegionsHoldWholeTpGroupsPerRegion) {
   World world;
-  SearchRequest request = request_for(small_llama(), 512, {});
-  const char* regions[] = {"r1", "r2", "r3"};
-  const int gpus[] = {192, 96, 96};
-  for (int r = 0; r < 3; ++r) request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  SearchRequest request = a100_in_three_regions();
   const std::vector<SearchPool> grouped = group_pools_across_regions(request, merged_pools(request, world.catalog));
   ASSERT_EQ(grouped.size(), 1u);
   EXPECT_EQ(grouped[0].gpus, 384);
@@ -327,10 +333,7 @@ TEST(SearchTest, GroupedRegionsHoldWholeTpGroupsPerRegion) {
 // 192 / 96 / 96 GPUs in r1 / r2 / r3 at D 32 holds 6 / 3 / 3 TP units; V100-16 sits in r2 only.
 TEST(SearchTest, RegionAssignerReusedAcrossSplitsGivesHandComputedRegions) {
   World world;
-  SearchRequest request = request_for(small_llama(), 512, {});
-  const char* regions[] = {"r1", "r2", "r3"};
-  const int gpus[] = {192, 96, 96};
-  for (int r = 0; r < 3; ++r) request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  SearchRequest request = a100_in_three_regions();
   request.pools.push_back({"V100-16", "r2-v", "r2", 64, 8});
   const std::vector<SearchPool> pools = group_pools_across_regions(request, merged_pools(request, world.catalog));
   ASSERT_EQ(pools.size(), 2u);
