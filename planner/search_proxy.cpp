@@ -78,10 +78,17 @@ ProxyTimer::Table& ProxyTimer::build_table(const StageConfig& config) {
 }
 
 double ProxyTimer::p2p_seconds(const StageConfig& config, LinkKind link, int dp) {
-  Table& t = table(config);
-  auto [it, added] = t.p2p_s.try_emplace(dp);
-  if (added) it->second.fill(-1);
-  double& cached = it->second[static_cast<int>(link)];
+  return p2p_seconds(table(config), config, link, dp);
+}
+
+double ProxyTimer::p2p_seconds(Table& t, const StageConfig& config, LinkKind link, int dp) {
+  if (t.p2p_dp != dp) {  // the search asks one D at a time: no map look-up per stage
+    auto [it, added] = t.p2p_s.try_emplace(dp);
+    if (added) it->second.fill(-1);
+    t.p2p_dp = dp;
+    t.p2p_at_dp = &it->second;  // std::map nodes do not move
+  }
+  double& cached = (*t.p2p_at_dp)[static_cast<int>(link)];
   if (cached < 0) {
     const SearchPool& pool = pools_[config.pool];
     Stage stage;
@@ -104,12 +111,11 @@ double ProxyTimer::p2p_cycle(const StageConfig& config, int dp) {
   return 2.0 * p2p_seconds(config, LinkKind::kInterNode, dp);
 }
 
-double ProxyTimer::dp_sync_seconds(const StageConfig& config, int first, int last, int dp,
+double ProxyTimer::dp_sync_seconds(Table& t, const StageConfig& config, int first, int last, int dp,
                                    LinkKind link) {
   if (dp <= 1) return 0.0;
   double* dense = nullptr;
   if (blocks_ <= kDenseSyncBlocks) {
-    Table& t = table(config);
     const std::size_t span = static_cast<std::size_t>(blocks_) + 1;
     if (t.sync_dp != dp) {
       t.sync_dp = dp;
@@ -157,14 +163,16 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
                                           int num_micro_batches) {
   std::vector<StageTiming>& timings = timings_;  // reused: estimate() runs per DP candidate
   timings.assign(choices.size(), StageTiming{});
-  const std::vector<std::size_t> first_zone = stage_first_zones(pools_, configs, choices, dp);
+  if (!assigner_ || !assigner_->serves(configs, dp)) assigner_.emplace(pools_, configs, dp);
+  std::vector<std::size_t>& first_zone = first_zone_;  // as stage_first_zones(), without its allocations
+  assigner_->first_zones(choices, first_zone);
   double usd_per_second = 0;
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const StageChoice& choice = choices[i];
     const StageConfig& config = configs[choice.config];
     const SearchPool& pool = pools_[config.pool];
     const std::size_t z = first_zone[i];
-    const Table& t = table(config);
+    Table& t = table(config);  // once per stage: p2p and all-reduce look-ups take it
     StageTiming& timing = timings[i];
     timing.forward_s = t.forward[choice.last_block] - t.forward[choice.first_block];
     timing.backward_s = t.backward[choice.last_block] - t.backward[choice.first_block];
@@ -172,7 +180,7 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
     if (i + 1 < choices.size()) {
       const int next = configs[choices[i + 1].config].pool;
       const LinkKind link = std::max(LinkKind::kInterNode, link_between_zones(config.pool, z, next, first_zone[i + 1]));
-      timing.p2p_s = p2p_seconds(config, link, dp);
+      timing.p2p_s = p2p_seconds(t, config, link, dp);
     }
     // As evaluate() composes it: intra-node when all replicas fit one node of one zone, else
     // the link between neighbouring replicas' zones.
@@ -182,7 +190,7 @@ ProxyTimer::Estimate ProxyTimer::estimate(const std::vector<StageChoice>& choice
     if (dp > 1 && dp_link != LinkKind::kIntraNode)
       dp_link = std::max(dp_link, link_between_zones(config.pool, z, config.pool,
                                                      one_zone || !next_zone_in_region(pool, z) ? z : z + 1));
-    timing.dp_sync_s = dp_sync_seconds(config, choice.first_block, choice.last_block, dp, dp_link);
+    timing.dp_sync_s = dp_sync_seconds(t, config, choice.first_block, choice.last_block, dp, dp_link);
     usd_per_second += pool.gpu->usd_per_hour / 3600.0 * config.tp * dp;
   }
   if (choices.size() > 1) {

@@ -15,9 +15,11 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "planner/region_assigner.h"
 #include "planner/search_space.h"
 #include "planner/stage_dp.h"
 
@@ -47,6 +49,8 @@ class ProxyTimer {
   struct Table {
     std::vector<double> forward, backward, update, cycle;  // prefix sums, blocks + 1
     std::map<int, std::array<double, 4>> p2p_s;           // by D, then LinkKind, lazily
+    int p2p_dp = -1;                                      // the D last asked, and its entry
+    std::array<double, 4>* p2p_at_dp = nullptr;
     // dp_sync_seconds() by (LinkKind, first, last) for D = sync_dp, lazily (-1: not yet); the
     // search asks for one D at a time. Models of at most kDenseSyncBlocks blocks only.
     int sync_dp = -1;
@@ -55,7 +59,9 @@ class ProxyTimer {
   Table& table(const StageConfig& config);
   Table& build_table(const StageConfig& config);  // found or built in tables_
   double p2p_seconds(const StageConfig& config, LinkKind link, int dp);
-  double dp_sync_seconds(const StageConfig& config, int first, int last, int dp, LinkKind link);
+  // With the config's table already looked up (estimate() asks for every stage of every candidate).
+  double p2p_seconds(Table& t, const StageConfig& config, LinkKind link, int dp);
+  double dp_sync_seconds(Table& t, const StageConfig& config, int first, int last, int dp, LinkKind link);
 
   // link_between() of two pools' zones, by their index in zone_base_ order (memoized: estimate()
   // asks for every stage boundary of every candidate, and the network compares zone names).
@@ -97,6 +103,10 @@ class ProxyTimer {
   int zones_ = 0;
   std::vector<signed char> links_;  // zones_ x zones_ LinkKind, -1: not asked yet
   std::vector<StageTiming> timings_;  // estimate()'s per-stage timings
+  // estimate()'s regions, for the configs and D it was last asked (the search asks one (mbs, D)
+  // run's candidates in a row), and its per-stage first zones.
+  std::optional<RegionAssigner> assigner_;
+  std::vector<std::size_t> first_zone_;
 };
 
 // The stage DP's time tables for one (mbs, D), per stage config: the proxy's cycle prefix sums

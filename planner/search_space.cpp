@@ -1,5 +1,7 @@
 #include "planner/search_space.h"
 
+#include "planner/region_assigner.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -177,78 +179,15 @@ std::vector<int> dp_degrees(const SearchRequest& request, int micro_batch_size, 
 
 std::vector<int> assign_regions(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
                                 const std::vector<StageChoice>& choices, int dp, Placement placement) {
-  const bool beside_first = placement == Placement::kLastBesideFirst && choices.size() > 1;
-  const auto region_name = [&](std::size_t i, int r) -> const std::string& {
-    const SearchPool& pool = pools[configs[choices[i].config].pool];
-    return pool.regions.empty() ? pool.region : pool.regions[static_cast<std::size_t>(r)];
-  };
-  // One try: stages in `order`; each takes a placed pipeline neighbour's region if that has
-  // room, else the first region with room.
-  // Units left per (pool, region), flat: pool k's regions at [first_unit[k], first_unit[k + 1]).
-  // (This runs for every DP candidate the search scores; per-pool vectors were most of its cost.)
-  std::vector<int> first_unit(pools.size() + 1, 0);
-  for (std::size_t k = 0; k < pools.size(); ++k)
-    first_unit[k + 1] = first_unit[k] + static_cast<int>(pools[k].region_gpus.size());
-  std::vector<int> units_left(static_cast<std::size_t>(first_unit.back()));
-  const auto attempt = [&](const std::vector<std::size_t>& order, std::vector<int>& region) {
-    for (std::size_t k = 0; k < pools.size(); ++k)
-      for (std::size_t r = 0; r < pools[k].region_gpus.size(); ++r)
-        units_left[static_cast<std::size_t>(first_unit[k]) + r] = pools[k].region_gpus[r] / dp;
-    region.assign(choices.size(), -1);
-    for (std::size_t i : order) {
-      const StageConfig& config = configs[choices[i].config];
-      int* left = units_left.data() + first_unit[static_cast<std::size_t>(config.pool)];
-      const std::size_t regions = pools[config.pool].region_gpus.size();
-      if (regions == 0) {  // one region: the DP's capacity already holds
-        region[i] = 0;
-        continue;
-      }
-      int chosen = -1;
-      // i - 1 wraps past the end when i == 0; kLastBesideFirst: the last stage looks at stage 0 first.
-      const std::size_t last = choices.size() - 1;
-      for (std::size_t n : {beside_first && i == last ? std::size_t{0} : i - 1, i - 1, i + 1}) {
-        if (n >= choices.size() || region[n] < 0 || chosen >= 0) continue;
-        for (std::size_t r = 0; r < regions && chosen < 0; ++r)
-          if (left[r] >= config.tp && pools[config.pool].regions[r] == region_name(n, region[n]))
-            chosen = static_cast<int>(r);
-      }
-      for (std::size_t r = 0; r < regions && chosen < 0; ++r)
-        if (left[r] >= config.tp) chosen = static_cast<int>(r);
-      if (chosen < 0) return false;
-      left[chosen] -= config.tp;
-      region[i] = chosen;
-    }
-    return true;
-  };
-  std::vector<std::size_t> order(choices.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (beside_first && order.size() > 2) std::rotate(order.begin() + 1, order.end() - 1, order.end());
   std::vector<int> region;
-  if (attempt(order, region)) return region;
-  // Largest TP first: with power-of-two TP degrees this fits whenever regions_hold() does.
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return configs[choices[a].config].tp > configs[choices[b].config].tp;
-  });
-  if (attempt(order, region)) return region;
-  return {};
+  RegionAssigner(pools, configs, dp).assign(choices, placement, region);
+  return region;
 }
 
 std::vector<std::size_t> stage_first_zones(const std::vector<SearchPool>& pools, const std::vector<StageConfig>& configs,
                                            const std::vector<StageChoice>& choices, int dp) {
-  std::vector<std::size_t> first(choices.size(), 0);
-  bool grouped = false;  // the common case, one region per pool, needs no assignment
-  for (const StageChoice& choice : choices) grouped = grouped || !pools[configs[choice.config].pool].regions.empty();
-  if (!grouped) return first;
-  const std::vector<int> region = assign_regions(pools, configs, choices, dp);
-  if (region.empty()) return first;
-  for (std::size_t i = 0; i < choices.size(); ++i) {
-    const SearchPool& pool = pools[configs[choices[i].config].pool];
-    for (std::size_t z = 0; z < pool.zone_region.size(); ++z) {
-      if (pool.zone_region[z] != region[i]) continue;
-      first[i] = z;
-      break;
-    }
-  }
+  std::vector<std::size_t> first;
+  RegionAssigner(pools, configs, dp).first_zones(choices, first);
   return first;
 }
 

@@ -3,11 +3,16 @@
 #include "planner/runtime_overhead.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <queue>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "planner/memory_model.h"
 
@@ -24,6 +29,7 @@ struct Relax {
   int positions = 0;           // blocks (or units) in the model
   const double* prefix = nullptr;
   double p2p = 0;
+  const double* end_time = nullptr;  // prefix[end] + p2p per end (relax_nonincreasing() only)
   float limit = kInf;
   const int* mem_start = nullptr;  // per end: smallest start whose stage fits
   float* best = nullptr;
@@ -151,19 +157,30 @@ void relax_linear(const Relax& r, std::vector<int>& window_storage) {
 // grows, so c only moves left: one pointer, no window. `run_start[e]`: the first end of the run
 // of equal tau values that holds e.
 void relax_nonincreasing(const Relax& r, const std::int16_t* run_start) {
-  const float* tau = r.tau;
-  const double* prefix = r.prefix;
-  const double p2p = r.p2p;
-  auto stage_seconds = [&](int start, int end) { return static_cast<float>(prefix[end] + p2p - prefix[start]); };
+  // Every field in a local: the stores into the target row could otherwise alias r's fields
+  // (first_finite is an int*, best a float*), and the compiler reloaded them per start.
+  const float* const tau = r.tau;
+  const double* const prefix = r.prefix;
+  const double* const end_time = r.end_time;  // prefix[end] + p2p: the same double as the sweep's sum
+  const int* const mem_start = r.mem_start;
+  float* const best = r.best;
+  std::int16_t* const best_end = r.best_end;
+  std::int16_t* const best_config = r.best_config;
+  const auto config = static_cast<std::int16_t>(r.config);
+  const float limit = r.limit;
+  const int first_end = r.first_end;
+  int first_kept = *r.first_finite, last_kept = *r.last_finite;
   const int lowest_start = lowest_sweep_start(r);
   int hi = r.last_end;      // last end that fits with the current start
   int c = r.last_end + 1;   // crossing: first end in [a, hi] with S >= tau, else hi + 1
   for (int start = r.last_end - 1; start >= lowest_start; --start) {
-    while (hi > start && r.mem_start[hi] > start) --hi;
-    const int a = std::max(start + 1, r.first_end);  // lowest end with a finite tau
+    while (hi > start && mem_start[hi] > start) --hi;
+    const int a = std::max(start + 1, first_end);  // lowest end with a finite tau
     if (c > hi + 1) c = hi + 1;
     if (hi < a) continue;
-    while (c - 1 >= a && stage_seconds(start, c - 1) >= tau[c - 1]) --c;
+    const double from = prefix[start];
+    // As stage_seconds() elsewhere: float(prefix[end] + p2p - prefix[start]).
+    while (c - 1 >= a && static_cast<float>(end_time[c - 1] - from) >= tau[c - 1]) --c;
     float chosen = kInf;
     int chosen_end = -1;
     if (c > a) {
@@ -171,15 +188,21 @@ void relax_nonincreasing(const Relax& r, const std::int16_t* run_start) {
       chosen_end = std::max<int>(run_start[c - 1], a);
     }
     if (c <= hi) {
-      const float at_c = stage_seconds(start, c);
+      const float at_c = static_cast<float>(end_time[c] - from);
       if (at_c < chosen) {
         chosen = at_c;
         chosen_end = c;
       }
     }
-    if (chosen_end < 0 || chosen > r.limit || !(chosen < r.best[start])) continue;
-    r.keep(start, chosen, chosen_end);
+    if (chosen_end < 0 || chosen > limit || !(chosen < best[start])) continue;
+    best[start] = chosen;
+    best_end[start] = static_cast<std::int16_t>(chosen_end);
+    best_config[start] = config;
+    first_kept = std::min(first_kept, start);
+    last_kept = std::max(last_kept, start);
   }
+  *r.first_finite = first_kept;
+  *r.last_finite = last_kept;
 }
 
 }  // namespace
@@ -254,7 +277,11 @@ StageDp::StageDp(const StageDpInput& input) : in_(input) {
 
 // Smallest start position that fits, per end position, for positions `bounds` (block of
 // each position boundary); it never decreases as the end grows (two pointers, O(positions)).
-void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const {
+// `floor` (may be null): the row of the same config with fewer micro-batches in flight. A stage
+// holds in_flight x its per-micro-batch activations and nothing else grows with in_flight, so a
+// start that did not fit there does not fit here: the pointer starts at floor[end] instead of
+// testing those starts again (about half of stage_memory()'s calls).
+void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, const int* floor, int* row) const {
   const StageConfig& config = (*in_.configs)[c];
   const GpuType& gpu = *(*in_.pools)[config.pool].gpu;
   StageShape shape;
@@ -276,6 +303,7 @@ void StageDp::memory_row(int c, int in_flight, const std::vector<int>& bounds, i
   row[0] = 0;
   int start = 0;
   for (int end = 1; end <= positions; ++end) {
+    if (floor != nullptr) start = std::max(start, floor[end]);
     while (start < end && !fits(start, end)) ++start;
     row[end] = start;
   }
@@ -288,8 +316,13 @@ void StageDp::build_memory_rows(int in_flight) {
   if (!rows.empty()) return;
   const int configs = static_cast<int>(in_.configs->size());
   rows.assign(static_cast<std::size_t>(configs) * (blocks_ + 1), 0);
-  for (int c = 0; c < configs; ++c)
-    memory_row(c, in_flight, bounds_, &rows[static_cast<std::size_t>(c) * (blocks_ + 1)]);
+  const std::vector<int>* fewer = nullptr;  // the nearest built row set with fewer in flight
+  for (int k = in_flight - 1; k >= 1 && fewer == nullptr; --k)
+    if (!mem_start_[k - 1].empty()) fewer = &mem_start_[k - 1];
+  for (int c = 0; c < configs; ++c) {
+    const std::size_t row = static_cast<std::size_t>(c) * (blocks_ + 1);
+    memory_row(c, in_flight, bounds_, fewer != nullptr ? &(*fewer)[row] : nullptr, &rows[row]);
+  }
 }
 
 void StageDp::reuse_memory_rows(const StageDp& other) {
@@ -314,7 +347,7 @@ const int* StageDp::fine_memory_row(int c, int in_flight) {
     std::vector<int> identity(fine_blocks_ + 1);
     for (int b = 0; b <= fine_blocks_; ++b) identity[b] = b;
     row.resize(fine_blocks_ + 1);
-    memory_row(c, in_flight, identity, row.data());
+    memory_row(c, in_flight, identity, nullptr, row.data());
   }
   return row.data();
 }
@@ -394,30 +427,31 @@ std::size_t StageDp::StateIndex::slot_of(std::uint64_t key) const {
   return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & (keys_.size() - 1);
 }
 
-int StageDp::StateIndex::find(std::uint64_t key) const {
-  for (std::size_t slot = slot_of(key);; slot = (slot + 1) & (keys_.size() - 1)) {
-    if (ids_[slot] < 0) return -1;
+int StageDp::StateIndex::find_or_slot(std::uint64_t key, std::size_t& slot) {
+  if (2 * (size_ + 1) > keys_.size()) grow();  // keep the load at most 1/2
+  for (slot = slot_of(key); ids_[slot] >= 0; slot = (slot + 1) & (keys_.size() - 1))
     if (keys_[slot] == key) return ids_[slot];
-  }
+  return -1;
 }
 
-int StageDp::StateIndex::find_or_add(std::uint64_t key, int id) {
-  if (2 * (size_ + 1) > keys_.size()) {  // keep the load at most 1/2
-    std::vector<std::uint64_t> keys = std::move(keys_);
-    std::vector<int> ids = std::move(ids_);
-    keys_.assign(keys.size() * 2, 0);
-    ids_.assign(keys.size() * 2, -1);
-    size_ = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (ids[i] >= 0) find_or_add(keys[i], ids[i]);
-  }
-  std::size_t slot = slot_of(key);
-  for (; ids_[slot] >= 0; slot = (slot + 1) & (keys_.size() - 1))
-    if (keys_[slot] == key) return ids_[slot];
+void StageDp::StateIndex::add_at(std::size_t slot, std::uint64_t key, int id) {
   keys_[slot] = key;
   ids_[slot] = id;
   ++size_;
-  return id;
+}
+
+void StageDp::StateIndex::grow() {
+  std::vector<std::uint64_t> keys = std::move(keys_);
+  std::vector<int> ids = std::move(ids_);
+  keys_.assign(keys.size() * 2, 0);
+  ids_.assign(keys.size() * 2, -1);
+  size_ = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (ids[i] < 0) continue;
+    std::size_t slot = slot_of(keys[i]);
+    while (ids_[slot] >= 0) slot = (slot + 1) & (keys_.size() - 1);
+    add_at(slot, keys[i], ids[i]);
+  }
 }
 
 // A state's key, usage and finite range; its rows (tau, ends, configs) are allocated per depth
@@ -450,10 +484,12 @@ void StageDp::build_end_rows(int depth, int in_flight, float limit) {
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   const double stages_left = std::max(1, in_.max_stages - depth - 1);  // as the child level's score
   end_rows_.assign(static_cast<std::size_t>(configs) * cells, kInf);
+  end_time_.resize(static_cast<std::size_t>(configs) * cells);
   for (int c = 0; c < configs; ++c) {
     const double* prefix = unit_prefix_[c].data();
     const double p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];
     float* row = &end_rows_[static_cast<std::size_t>(c) * cells];
+    for (std::size_t end = 0; end < cells; ++end) end_time_[static_cast<std::size_t>(c) * cells + end] = prefix[end] + p2p;
     for (int end = 1; end <= blocks_; ++end) {
       const int lowest = mem_start(c, in_flight, end);
       if (lowest >= end) continue;
@@ -472,11 +508,12 @@ void StageDp::build_end_rows(int depth, int in_flight, float limit) {
 // finish. A state covers blocks [start, end) with slowest cycle tau[start]; the blocks before
 // start still need at least fastest_prefix[start] / (stages left) on the fastest config, so
 // the score is max(tau[start], that), minimised over start.
-double StageDp::beam_score(const float* tau, int first, int last, double stages_left) const {
+// `spread[b]` is fastest_prefix[b] / stages left, divided once per depth (keep_best_states()).
+double StageDp::beam_score(const float* tau, int first, int last, const double* spread) {
   double best = kNoEnd;
   for (int b = first; b <= last; ++b) {
     if (tau[b] == kInf) continue;
-    best = std::min(best, std::max(static_cast<double>(tau[b]), fastest_prefix_[b] / stages_left));
+    best = std::min(best, std::max(static_cast<double>(tau[b]), spread[b]));
   }
   return best;
 }
@@ -498,6 +535,7 @@ void StageDp::solve() {
   const bool beam = in_.max_states_per_depth > 0;
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   std::vector<int> next_usage(dims_);
+  std::size_t here_made = 0;  // states the last depth made, before a beam kept some
   for (int depth = 0; depth < in_.max_stages; ++depth) {
     levels_.emplace_back();
     const Level& here = levels_[depth];
@@ -507,7 +545,9 @@ void StageDp::solve() {
     build_end_rows(depth, in_flight, limit);
     if (!in_.quadratic_reference && !in_.window_sweep_reference) describe_sources(here);
     else source_nonincreasing_.assign(here.keys.size(), 0);
-    next_index_.clear(static_cast<std::size_t>(here.keys.size()) * 4);
+    // Sized for as many states as the last depth made (a beam's depths make thousands from its
+    // 500 states: growing from 4 per state rehashed at most depths), at least 4 per state here.
+    next_index_.clear(std::max(static_cast<std::size_t>(here.keys.size()) * 4, here_made));
     // First every (state, config) that admits a stage, and its target state, created in this
     // order (so state ids, counts and the budget are as when each move was relaxed at once).
     moves_.clear();
@@ -535,7 +575,8 @@ void StageDp::solve() {
         if (bound == kInf) continue;
         const std::uint64_t key = here.keys[s] + config_key_step_[c];
         int target;
-        if (const int found = next_index_.find(key); found >= 0) {
+        std::size_t slot = 0;
+        if (const int found = next_index_.find_or_slot(key, slot); found >= 0) {
           target = found;
         } else {
           if (states_ >= in_.max_states) {
@@ -549,11 +590,12 @@ void StageDp::solve() {
           std::copy(usage, usage + dims_, next_usage.begin());
           for (int d : config_dims_[c]) next_usage[d] += config.tp;
           target = add_state(next, key, next_usage.data());
-          next_index_.find_or_add(key, target);
+          next_index_.add_at(slot, key, target);
         }
         moves_.push_back({s, c, target, bound});
       }
     }
+    here_made = next.keys.size();
     const std::int64_t keep = in_.max_states_per_depth;
     if (beam && static_cast<std::int64_t>(next.keys.size()) > keep) {
       keep_best_states(depth, limit);
@@ -572,19 +614,26 @@ void StageDp::solve() {
 // Min over ends e of max(tau[e], ends[e]): no cell of the target that this move writes can
 // score below it (ends[] above: a stage ending at e has a cycle of at least the single block's,
 // and starts at mem_start(e) or later). No cell is ever past the bound (relax_linear() keeps
-// none), so tau needs no check. Floats and four accumulators in registers: the loop runs over
-// every move of a beam, and one min chain through memory waited on itself.
+// none), so tau needs no check. It runs over every move of a beam (~3.6 M for GPT-3-175B on
+// 14,336 GPUs): four cells per SSE instruction where the target has SSE2 (every x86-64), two
+// accumulators so that one min chain does not wait on itself. maxps / minps return the second
+// operand on ties where std::max / std::min return the first: the same value, since no cell
+// is NaN or -0 (times are sums and differences of non-negative seconds).
 float StageDp::lowest_end_score(const float* tau, const float* ends, int lo, int hi) {
-  float a = kInf, b = kInf, c = kInf, d = kInf;
   int end = lo;
-  for (; end + 3 <= hi; end += 4) {
-    a = std::min(a, std::max(tau[end], ends[end]));
-    b = std::min(b, std::max(tau[end + 1], ends[end + 1]));
-    c = std::min(c, std::max(tau[end + 2], ends[end + 2]));
-    d = std::min(d, std::max(tau[end + 3], ends[end + 3]));
+  float best = kInf;
+#if defined(__SSE2__)
+  __m128 a = _mm_set1_ps(kInf), b = _mm_set1_ps(kInf);
+  for (; end + 7 <= hi; end += 8) {
+    a = _mm_min_ps(a, _mm_max_ps(_mm_loadu_ps(tau + end), _mm_loadu_ps(ends + end)));
+    b = _mm_min_ps(b, _mm_max_ps(_mm_loadu_ps(tau + end + 4), _mm_loadu_ps(ends + end + 4)));
   }
-  for (; end <= hi; ++end) a = std::min(a, std::max(tau[end], ends[end]));
-  return std::min(std::min(a, b), std::min(c, d));
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, _mm_min_ps(a, b));
+  best = std::min(std::min(lanes[0], lanes[1]), std::min(lanes[2], lanes[3]));
+#endif
+  for (; end <= hi; ++end) best = std::min(best, std::max(tau[end], ends[end]));
+  return best;
 }
 
 // One move: the min-max transition of config move.config over the source state's row into a
@@ -600,6 +649,7 @@ void StageDp::relax_move(int depth, int in_flight, float limit, const Move& move
   r.positions = blocks_;
   r.prefix = unit_prefix_[c].data();
   r.p2p = depth == 0 ? 0.0 : (*in_.p2p_cycle_seconds)[c];  // depth 0: the last stage, no p2p
+  r.end_time = &end_time_[static_cast<std::size_t>(c) * cells];  // build_end_rows(), this depth
   r.limit = limit;
   r.mem_start = &mem_start_[in_flight - 1][static_cast<std::size_t>(c) * cells];
   r.best = &rows.tau[slot * cells];
@@ -625,13 +675,23 @@ void StageDp::describe_sources(const Level& level) {
     const float* tau = &level.tau[s * cells];
     std::int16_t* runs = &source_runs_[s * cells];
     const int first = std::max(1, level.first_finite[s]), last = level.last_finite[s];
-    bool nonincreasing = true;
-    for (int e = first; e <= last; ++e) {
-      const bool same = e > first && tau[e] == tau[e - 1];
-      runs[e] = same ? runs[e - 1] : static_cast<std::int16_t>(e);
-      nonincreasing = nonincreasing && (e == first || tau[e] <= tau[e - 1]);
+    if (first > last) {
+      source_nonincreasing_[s] = 1;
+      continue;
     }
-    source_nonincreasing_[s] = nonincreasing ? 1 : 0;
+    // The run and the previous value in registers, no branch per cell (no cell is NaN).
+    int run = first;
+    float previous = tau[first];
+    bool rises = false;
+    runs[first] = static_cast<std::int16_t>(first);
+    for (int e = first + 1; e <= last; ++e) {
+      const float value = tau[e];
+      run = value == previous ? run : e;
+      runs[e] = static_cast<std::int16_t>(run);
+      rises = rises | (value > previous);
+      previous = value;
+    }
+    source_nonincreasing_[s] = rises ? 0 : 1;
   }
 }
 
@@ -649,13 +709,15 @@ void StageDp::keep_best_states(int depth, float limit) {
   const int states = static_cast<int>(next.keys.size());
   const std::size_t cells = static_cast<std::size_t>(blocks_) + 1;
   const double stages_left = std::max(1, in_.max_stages - depth - 1);
+  std::vector<double> spread(cells);  // beam_score()'s second term, the same division per cell
+  for (std::size_t b = 0; b < cells; ++b) spread[b] = fastest_prefix_[b] / stages_left;
   const std::size_t keep = static_cast<std::size_t>(in_.max_states_per_depth);
   // Moves grouped by target, in their original order (a counting sort).
   std::vector<int> first_move(states + 1, 0);
-  std::vector<double> bound(states, kNoEnd);
+  std::vector<float> bound(states, kInf);
   for (const Move& move : moves_) {
     ++first_move[move.target + 1];
-    bound[move.target] = std::min(bound[move.target], static_cast<double>(move.bound));
+    bound[move.target] = std::min(bound[move.target], move.bound);
   }
   for (int t = 0; t < states; ++t) first_move[t + 1] += first_move[t];
   std::vector<int> by_target(moves_.size());
@@ -665,10 +727,16 @@ void StageDp::keep_best_states(int depth, float limit) {
   }
   // States by (bound, id), lowest first, drawn from a heap (most are never drawn); the eager
   // reference takes them in id order.
+  // The heap holds (bound, id) packed in one integer, the bound's bits above the id: a bound is
+  // a float and never negative (+ 0.0f turns a -0 into +0), and such floats order as their bits,
+  // so one integer compare per heap step orders as the pair would.
   using Ranked = std::pair<double, int>;  // (score or its bound, state id): the selection's order
-  std::vector<Ranked> order(states);
-  for (int t = 0; t < states; ++t) order[t] = {in_.eager_beam_reference ? 0.0 : bound[t], t};
-  std::make_heap(order.begin(), order.end(), std::greater<Ranked>());
+  std::vector<std::uint64_t> order(static_cast<std::size_t>(states));
+  for (int t = 0; t < states; ++t) {
+    const std::uint32_t bits = in_.eager_beam_reference ? 0u : std::bit_cast<std::uint32_t>(bound[t] + 0.0f);
+    order[static_cast<std::size_t>(t)] = (static_cast<std::uint64_t>(bits) << 32) | static_cast<std::uint32_t>(t);
+  }
+  std::make_heap(order.begin(), order.end(), std::greater<std::uint64_t>());
   // The relaxed states' rows, in an arena indexed by slot.
   Level& arena = beam_arena_;
   arena.first_finite.clear();
@@ -677,8 +745,8 @@ void StageDp::keep_best_states(int depth, float limit) {
   std::priority_queue<Ranked> kept;  // the worst kept on top
   int slots = 0;
   for (auto heap_end = order.end(); heap_end != order.begin(); --heap_end) {
-    std::pop_heap(order.begin(), heap_end, std::greater<Ranked>());
-    const int t = (heap_end - 1)->second;
+    std::pop_heap(order.begin(), heap_end, std::greater<std::uint64_t>());
+    const int t = static_cast<int>(static_cast<std::uint32_t>(*(heap_end - 1)));
     if (!in_.eager_beam_reference && kept.size() == keep && Ranked{bound[t], t} > kept.top()) break;
     const int slot = slots++;
     ++relaxed_states_;
@@ -693,7 +761,7 @@ void StageDp::keep_best_states(int depth, float limit) {
     arena.last_finite.push_back(-1);
     for (int i = first_move[t]; i < first_move[t + 1]; ++i)
       relax_move(depth, in_flight, limit, moves_[by_target[i]], arena, slot);
-    const Ranked ranked{beam_score(&arena.tau[slot * cells], arena.first_finite[slot], arena.last_finite[slot], stages_left), t};
+    const Ranked ranked{beam_score(&arena.tau[slot * cells], arena.first_finite[slot], arena.last_finite[slot], spread.data()), t};
     if (kept.size() < keep) {
       kept.push(ranked);
     } else if (ranked < kept.top()) {

@@ -137,12 +137,14 @@ class StageDp {
   class StateIndex {
    public:
     void clear(std::size_t expected);
-    // The id stored for `key`, or `id` after storing it when absent.
-    int find_or_add(std::uint64_t key, int id);
-    int find(std::uint64_t key) const;  // -1 when absent
+    // One probe for "find, else add": the id stored for `key`, or -1 and the empty `slot` where
+    // add_at() stores it (valid until the next call).
+    int find_or_slot(std::uint64_t key, std::size_t& slot);
+    void add_at(std::size_t slot, std::uint64_t key, int id);
 
    private:
     std::size_t slot_of(std::uint64_t key) const;
+    void grow();  // doubles the slots
     std::vector<std::uint64_t> keys_;
     std::vector<int> ids_;  // -1: empty slot
     std::size_t size_ = 0;
@@ -161,11 +163,11 @@ class StageDp {
   void allocate_rows(Level& level) const;
   void build_end_rows(int depth, int in_flight, float limit);
   static float lowest_end_score(const float* tau, const float* ends, int lo, int hi);
-  double beam_score(const float* tau, int first, int last, double stages_left) const;
+  static double beam_score(const float* tau, int first, int last, const double* spread);
   void relax_move(int depth, int in_flight, float limit, const Move& move, Level& rows, int slot);
   void describe_sources(const Level& level);
   void build_memory_rows(int in_flight);
-  void memory_row(int c, int in_flight, const std::vector<int>& bounds, int* row) const;
+  void memory_row(int c, int in_flight, const std::vector<int>& bounds, const int* floor, int* row) const;
   const int* fine_memory_row(int c, int in_flight);
   // Smallest start block whose stage ending at end_block fits with in_flight micro-batches.
   int mem_start(int config, int in_flight, int end_block) const {
@@ -194,6 +196,7 @@ class StageDp {
   std::vector<int> window_;  // relax_linear()'s deque, reused
   std::vector<double> fastest_prefix_;  // per position: the least prefix time over the configs
   std::vector<float> end_rows_;         // build_end_rows(), per config x position, this depth
+  std::vector<double> end_time_;        // build_end_rows(), per config x position: prefix + p2p
   std::vector<Move> moves_;             // this depth's transitions, in creation order
   Level beam_arena_;
   StateIndex next_index_;

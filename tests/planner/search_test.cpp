@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "planner/exhaustive.h"
+#include "planner/region_assigner.h"
 #include "planner/search_space.h"
 #include "tests/planner/stage_dp_setup.h"
 
@@ -281,15 +282,21 @@ TEST(SearchTest, IsDeterministic) {
     EXPECT_EQ(describe_plan(a.plans[i].plan), describe_plan(b.plans[i].plan));
 }
 
+// small_llama() on A100-40 with 192 / 96 / 96 free GPUs in regions r1 / r2 / r3 (zones r1-a, ...).
+SearchRequest a100_in_three_regions() {
+  SearchRequest request = request_for(small_llama(), 512, {});
+  const char* regions[] = {"r1", "r2", "r3"};
+  const int gpus[] = {192, 96, 96};
+  for (int r = 0; r < 3; ++r) request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  return request;
+}
+
 // Issue 13 item 4: a GPU type spread over several regions is one pool of the stage DP; each
 // stage must still sit in one region. Hand-computed: A100-40 with 192 / 96 / 96 free GPUs in
 // three regions, D = 32 -> 6 / 3 / 3 TP units. Whole groups of 4 units: 4 + 0 + 0.
 TEST(SearchTest, GroupedRegionsHoldWholeTpGroupsPerRegion) {
   World world;
-  SearchRequest request = request_for(small_llama(), 512, {});
-  const char* regions[] = {"r1", "r2", "r3"};
-  const int gpus[] = {192, 96, 96};
-  for (int r = 0; r < 3; ++r) request.pools.push_back({"A100-40", std::string(regions[r]) + "-a", regions[r], gpus[r], 8});
+  SearchRequest request = a100_in_three_regions();
   const std::vector<SearchPool> grouped = group_pools_across_regions(request, merged_pools(request, world.catalog));
   ASSERT_EQ(grouped.size(), 1u);
   EXPECT_EQ(grouped[0].gpus, 384);
@@ -318,6 +325,49 @@ TEST(SearchTest, GroupedRegionsHoldWholeTpGroupsPerRegion) {
   EXPECT_EQ(per_zone["r3-a"], 64);
   for (const Stage& stage : plan.stages)
     for (const Replica& replica : stage.replicas) EXPECT_EQ(replica.zone, stage.replicas.front().zone);
+}
+
+// The proxy keeps one RegionAssigner for a whole (mbs, D) run's candidates (search_proxy.cpp):
+// reused split after split, including after a split that does not place, it must give each the
+// regions worked out by hand, and take a neighbour's region by name across pools. A100-40 with
+// 192 / 96 / 96 GPUs in r1 / r2 / r3 at D 32 holds 6 / 3 / 3 TP units; V100-16 sits in r2 only.
+TEST(SearchTest, RegionAssignerReusedAcrossSplitsGivesHandComputedRegions) {
+  World world;
+  SearchRequest request = a100_in_three_regions();
+  request.pools.push_back({"V100-16", "r2-v", "r2", 64, 8});
+  const std::vector<SearchPool> pools = group_pools_across_regions(request, merged_pools(request, world.catalog));
+  ASSERT_EQ(pools.size(), 2u);
+  const int a100 = pools[0].gpu_type == "A100-40" ? 0 : 1, v100 = 1 - a100;
+  ASSERT_EQ(pools[a100].regions, (std::vector<std::string>{"r1", "r2", "r3"}));
+  const std::vector<StageConfig> configs = {{a100, 4}, {a100, 2}, {a100, 1}, {v100, 2}};
+  // V100 TP 2 (its own region, r2), then A100 TP 1: beside its neighbour in r2, not in r1.
+  const std::vector<StageChoice> beside = {{0, 3, 3}, {3, 6, 2}};
+  // Three TP-2 stages then a TP 4: in pipeline order the first three fill r1 and the TP 4 finds
+  // no region; largest TP first: TP 4 and stage 0 in r1, stage 1 in r2, stage 2 in r3.
+  const std::vector<StageChoice> retried = {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}, {3, 6, 0}};
+  const std::vector<StageChoice> no_room = {{0, 3, 0}, {3, 6, 0}};  // two TP 4: only r1 holds one
+  RegionAssigner assigner(pools, configs, 32);
+  EXPECT_TRUE(assigner.serves(configs, 32));
+  EXPECT_FALSE(assigner.serves(configs, 16));
+  EXPECT_FALSE(assigner.serves({{a100, 4}, {a100, 2}, {a100, 1}, {v100, 4}}, 32));
+  std::vector<int> region;
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(assigner.assign(beside, Placement::kPipelineOrder, region));
+    EXPECT_EQ(region, (std::vector<int>{0, 1}));
+    ASSERT_TRUE(assigner.assign(retried, Placement::kPipelineOrder, region));
+    EXPECT_EQ(region, (std::vector<int>{0, 1, 2, 0}));
+    EXPECT_EQ(assign_regions(pools, configs, retried, 32), region);
+    EXPECT_FALSE(assigner.assign(no_room, Placement::kPipelineOrder, region));
+    EXPECT_TRUE(region.empty());
+    std::vector<std::size_t> first;
+    assigner.first_zones(retried, first);
+    ASSERT_EQ(first.size(), 4u);
+    const char* zones[] = {"r1-a", "r2-a", "r3-a", "r1-a"};
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(pools[a100].zones[first[i]].first, zones[i]) << "stage " << i;
+    assigner.first_zones(beside, first);
+    EXPECT_EQ(pools[v100].zones[first[0]].first, "r2-v");
+    EXPECT_EQ(pools[a100].zones[first[1]].first, "r2-a");
+  }
 }
 
 // A tied model's last stage can sit beside stage 0 (one embedding all-reduce per iteration in
