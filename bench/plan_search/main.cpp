@@ -9,7 +9,7 @@
 // $FLOTILLA_DATA when present, else the FLOP estimate (said in the output).
 // Flags: --only N (one scenario), --quick, --skip-baseline, --deep, --cluster-scale (issue 13
 // item 4's 14,336 GPUs; with --model NAME one model, with --search-only just the default search
-// in this process, for perf and for farm-bench's whole-process A/B against another binary).
+// in this process, for perf and for a whole-process A/B timing (e.g. /usr/bin/time -v) against another binary).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -270,7 +270,7 @@ bool run_cluster_scale(const fp::EvalContext& context, const fp::GpuCatalog& cat
       for (const auto& [zone, region] : zones)
         request.pools.push_back({catalog.find(gpu)->name, zone, region, count / 4, 8});
     request.options.max_plans = 1;
-    if (search_only) {  // one search in this process, nothing else: for perf and farm-bench
+    if (search_only) {  // one search in this process, nothing else: for perf and whole-process timing
       struct rusage start_usage {};
       getrusage(RUSAGE_SELF, &start_usage);
       const Timed shown = timed_search(request, context, 1);
