@@ -241,4 +241,14 @@ std::variant<JobSpec, std::string> parse_job_spec(const Json& object, const Poli
   return s;
 }
 
+std::string JobSpec::model_key() const {
+  std::string key = model;
+  if (model_spec) {
+    const InlineModel& m = *model_spec;
+    for (const int v : {m.num_layers, m.hidden, m.heads, m.vocab_size, m.seq_len, m.ffn_hidden})
+      key += "," + std::to_string(v);
+  }
+  return key;
+}
+
 }  // namespace flotilla::op

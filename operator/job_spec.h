@@ -76,6 +76,8 @@ struct JobSpec {
   int backoff_limit = 3;  // relaunches after failures without training progress (operator/crash_loop.h)
 
   std::string key() const { return ns + "/" + name; }
+  // The model it trains: the preset name, plus the inline shape when one is given.
+  std::string model_key() const;
 };
 
 // The cluster-wide scaling policy (operator flags): what a job gets for an `elasticity` field it

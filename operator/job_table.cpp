@@ -21,12 +21,7 @@ PlanOutcome plan_exactly(const JobSpec& spec, const planner::ClusterSpec& capaci
 }  // namespace
 
 std::string job_table_key(const JobSpec& spec) {
-  std::string key = spec.model;
-  if (spec.model_spec) {
-    const InlineModel& m = *spec.model_spec;
-    for (const int v : {m.num_layers, m.hidden, m.heads, m.vocab_size, m.seq_len, m.ffn_hidden})
-      key += "," + std::to_string(v);
-  }
+  std::string key = spec.model_key();
   key += "|gbs=" + std::to_string(spec.global_batch_size);
   key += "|worker=" + std::to_string(static_cast<int>(spec.worker_kind));
   // Megatron's extra arguments can make every plan unlaunchable (megatron_launch.h refuses those

@@ -75,13 +75,7 @@ bool MemoryHeadroom::keep_only(const std::string& model_key) {
 }
 
 std::string headroom_key(const JobSpec& spec) {
-  std::string key = spec.model;
-  if (spec.model_spec) {
-    const InlineModel& m = *spec.model_spec;
-    for (const int v : {m.num_layers, m.hidden, m.heads, m.vocab_size, m.seq_len, m.ffn_hidden})
-      key += "," + std::to_string(v);
-  }
-  return key + "|" + (spec.worker_kind == WorkerKind::kMegatron ? "megatron" : "flotilla");
+  return spec.model_key() + "|" + (spec.worker_kind == WorkerKind::kMegatron ? "megatron" : "flotilla");
 }
 
 std::string MemoryHeadroom::summary() const {

@@ -379,6 +379,16 @@ void report_all(Harness& h, flotilla::PodState state, std::int64_t epoch, std::i
   }
 }
 
+// Admitted on `gpus` GPUs, every pod's sidecar at the barrier, the barrier lifted: epoch 1's
+// ranks may start.
+void admit_and_lift_barrier(Harness& h, int gpus) {
+  h.obs.decision = decision(fs::AllocAction::kAdmit, gpus);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  report_all(h, flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());
+}
+
 std::string at_second(int s) {
   char text[32];
   std::snprintf(text, sizeof text, "2026-11-24T00:%02d:%02dZ", s / 60, s % 60);
@@ -504,11 +514,7 @@ TEST(JobReconciler, AFailedJobRunsAgainWhenItsSpecChanges) {
 // loss or speed, so status.progress has the step and no made-up loss of 0.
 TEST(JobReconciler, AResumedOnlyReportGivesTheStepButNoLoss) {
   Harness h;
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  h.apply(h.step());
-  h.obs.decision.reset();
-  report_all(h, flotilla::PodState::kWaiting, 1);
-  h.apply(h.step());
+  admit_and_lift_barrier(h, 4);
   ASSERT_EQ(h.barrier(), 1);
   report_all(h, flotilla::PodState::kSucceeded, 1, 100);
   for (fo::PodObservation& p : h.obs.pods) p.report->last_checkpoint_step = 100;
@@ -703,6 +709,31 @@ TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {
   EXPECT_EQ(h.barrier(), 2);
 }
 
+namespace {
+
+// The fixture's emu-slow, claimed at 64 MB with no context (so the model's tensors dominate),
+// and a slower emu-roomy of the same memory.
+flotilla::planner::GpuCatalog catalog_of_64_mb_gpus() {
+  return flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
+  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+             usd_per_hour: 1, cuda_context_bytes: 0}
+  emu-roomy: {memory_bytes: 64000000, peak_bf16_tflops: 0.0005, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
+              gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
+              usd_per_hour: 1, cuda_context_bytes: 0}
+)")
+      .value();
+}
+
+// The harness's cluster plus node n2 of two emu-roomy GPUs.
+void add_roomy_node(Harness& h) {
+  fo::NodeView roomy = node("n2", 2);
+  roomy.gpu_type = "emu-roomy";
+  h.cluster.nodes.push_back(roomy);
+}
+
+}  // namespace
+
 // A worker runs out of GPU memory on a plan predicted to fit (here the catalog claims emu-slow
 // has 64 MB; the model's tensors dominate, as on a real GPU, so no context): the job learns
 // headroom for that GPU type (memory_headroom.h) and is re-planned under it at once. The small
@@ -711,18 +742,8 @@ TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {
 // again learns nothing more.
 TEST(JobReconciler, AWorkerOutOfMemoryTeachesTheJobHeadroomAndRePlansItUnderIt) {
   Harness h;
-  h.world.catalog = flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
-  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
-             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
-             usd_per_hour: 1, cuda_context_bytes: 0}
-  emu-roomy: {memory_bytes: 64000000, peak_bf16_tflops: 0.0005, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
-              gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
-              usd_per_hour: 1, cuda_context_bytes: 0}
-)")
-                        .value();
-  fo::NodeView roomy = node("n2", 2);
-  roomy.gpu_type = "emu-roomy";
-  h.cluster.nodes.push_back(roomy);
+  h.world.catalog = catalog_of_64_mb_gpus();
+  add_roomy_node(h);
   h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed"}})"));
   h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
   h.apply(h.step());
@@ -792,11 +813,7 @@ TEST(JobReconciler, AWorkerOutOfMemoryTeachesTheJobHeadroomAndRePlansItUnderIt) 
 // for the job's next plans, and the running plan goes on.
 TEST(JobReconciler, AMeasuredPeakAbovePredictionIsKeptForTheNextPlans) {
   Harness h;
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  h.apply(h.step());
-  h.obs.decision.reset();
-  report_all(h, flotilla::PodState::kWaiting, 1);
-  h.apply(h.step());
+  admit_and_lift_barrier(h, 4);
   report_all(h, flotilla::PodState::kRunning, 1, 5);
   const std::int64_t predicted = h.obs.status["plan"]["stages"][0].value("predictedPeakBytes", std::int64_t{0});
   ASSERT_GT(predicted, 0);
@@ -818,18 +835,9 @@ TEST(JobReconciler, AMeasuredPeakAbovePredictionIsKeptForTheNextPlans) {
 // learned headroom fits the 4 GPUs at D 4, so the job waits, and Planned says the headroom is why.
 TEST(JobReconciler, AJobThatLearnedHeadroomSaysSoWhenNothingFits) {
   Harness h;
-  h.world.catalog = flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
-  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
-             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
-             usd_per_hour: 1, cuda_context_bytes: 0}
-)")
-                        .value();
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  h.apply(h.step());
-  h.obs.decision.reset();
+  h.world.catalog = catalog_of_64_mb_gpus();  // n0 and n1 only: no emu-roomy node
+  admit_and_lift_barrier(h, 4);
   ASSERT_EQ(h.obs.status["plan"].value("dp", 0), 4);
-  report_all(h, flotilla::PodState::kWaiting, 1);
-  h.apply(h.step());
   report_all(h, flotilla::PodState::kDegraded, 1, 0, "out of GPU memory in the forward pass ...");
   h.apply(h.step());
   EXPECT_EQ(h.phase(), "Pending");
@@ -841,23 +849,6 @@ TEST(JobReconciler, AJobThatLearnedHeadroomSaysSoWhenNothingFits) {
   EXPECT_EQ(message.find("recompute"), std::string::npos) << message;
 }
 
-namespace {
-
-// The fixture's emu-slow, claimed at 64 MB with no context (so the model's tensors dominate),
-// and a slower emu-roomy of the same memory.
-flotilla::planner::GpuCatalog catalog_of_64_mb_gpus() {
-  return flotilla::planner::apply_catalog_override(flotilla::planner::builtin_gpu_catalog(), R"(gpus:
-  emu-slow: {memory_bytes: 64000000, peak_bf16_tflops: 0.001, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
-             gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
-             usd_per_hour: 1, cuda_context_bytes: 0}
-  emu-roomy: {memory_bytes: 64000000, peak_bf16_tflops: 0.0005, compute_efficiency: 1, mem_bandwidth_bytes_per_s: 1e11,
-              gpus_per_node: 2, intra_node_bandwidth_bytes_per_s: 1e11, inter_node_bandwidth_bytes_per_s: 1e10,
-              usd_per_hour: 1, cuda_context_bytes: 0}
-)")
-      .value();
-}
-
-}  // namespace
 
 // A world in one pod: its sidecar does not restart an OOM locally (it reports it at once,
 // restarts 0), and the operator re-plans it; a sidecar that gave up after local restarts on an
@@ -866,9 +857,7 @@ flotilla::planner::GpuCatalog catalog_of_64_mb_gpus() {
 TEST(JobReconciler, AOnePodWorldOutOfMemoryIsRePlannedNotFailed) {
   Harness h;
   h.world.catalog = catalog_of_64_mb_gpus();
-  fo::NodeView roomy = node("n2", 2);
-  roomy.gpu_type = "emu-roomy";
-  h.cluster.nodes.push_back(roomy);
+  add_roomy_node(h);
   h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed"}, "backoffLimit": 1})"));
   h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
   h.apply(h.step());
