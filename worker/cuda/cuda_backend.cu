@@ -36,6 +36,19 @@ class CudaBackend final : public Backend {
     FLOTILLA_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
     return DeviceMemory{props.name, props.totalGlobalMem};
   }
+  // What this process may still hold: the device's free memory plus what its pool keeps in
+  // reserve (cudaMallocAsync tried both before it failed); the context and other processes'
+  // memory are outside it. Read after an out-of-memory error, for its line.
+  std::optional<std::size_t> usable_bytes() const override {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    unsigned long long reserved_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess ||
+        cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved_bytes) != cudaSuccess) {
+      cudaGetLastError();  // leave no error behind for the next launch check
+      return std::nullopt;
+    }
+    return free_bytes + static_cast<std::size_t>(reserved_bytes);
+  }
   std::size_t peak_bytes() const override {
     unsigned long long used_high_bytes = 0;
     FLOTILLA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &used_high_bytes));
