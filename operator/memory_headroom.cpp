@@ -91,14 +91,27 @@ MemoryHeadroom MemoryHeadroom::from_status(const Json& status) {
   if (it == status.end() || !it->is_array()) return out;
   for (const Json& e : *it) {
     if (!e.is_object()) continue;
+    // Field by field, a wrong type read as absent: a hand-edited status must not throw in every
+    // reconcile of the job.
+    const auto text = [&](const char* key) {
+      const auto it = e.find(key);
+      return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const auto integer = [&](const char* key) {
+      const auto it = e.find(key);
+      return it != e.end() && it->is_number_integer() ? it->get<std::int64_t>() : std::int64_t{0};
+    };
     TypeHeadroom t;
-    t.gpu_type = e.value("gpuType", "");
-    t.model = e.value("model", "");
-    t.bytes = e.value("bytes", std::int64_t{0});
-    t.reason = e.value("reason", "");
-    t.message = e.value("message", "");
-    t.epoch = e.value("epoch", std::int64_t{0});
-    if (!t.gpu_type.empty() && t.bytes > 0) out.set(std::move(t));
+    t.gpu_type = text("gpuType");
+    t.model = text("model");
+    t.bytes = integer("bytes");
+    t.reason = text("reason");
+    t.message = text("message");
+    t.epoch = integer("epoch");
+    // A status edited by hand could carry anything: past a petabyte is no GPU's headroom, and
+    // would overflow the memory model's sums.
+    constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+    if (!t.gpu_type.empty() && t.bytes > 0 && t.bytes <= kMaxBytes) out.set(std::move(t));
   }
   return out;
 }

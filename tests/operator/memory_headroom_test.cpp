@@ -119,6 +119,8 @@ TEST(MemoryHeadroom, RoundTripsThroughStatusAndIgnoresMalformedEntries) {
   status["memoryHeadroom"] = h.to_status();
   status["memoryHeadroom"].push_back({{"gpuType", ""}, {"bytes", 3}});
   status["memoryHeadroom"].push_back("not an object");
+  status["memoryHeadroom"].push_back({{"gpuType", "H100-80"}, {"bytes", std::int64_t{1} << 62}});  // no GPU's
+  status["memoryHeadroom"].push_back({{"gpuType", "A100-40"}, {"bytes", "12"}});                   // not a number
   const fo::MemoryHeadroom back = fo::MemoryHeadroom::from_status(status);
   ASSERT_EQ(back.types.size(), 2u);
   EXPECT_EQ(back.signature(), "gpu-11=5,gpu-16=9");
