@@ -1,7 +1,8 @@
 // Per-rank peak memory of a pipeline stage (Sailor §4.2-style, Korthikanti et al. activations).
 //
 // Guarantees: stage_memory() is O(1) (closed form; no loop over layers) so the search can call
-//   it millions of times. Every rank of a stage holds the same bytes (TP shards evenly), so a
+//   it millions of times. Its peak never falls as in_flight_micro_batches grows (only the
+//   activations scale with it; the stage DP's memory rows rely on this). Every rank of a stage holds the same bytes (TP shards evenly), so a
 //   plan's per-rank report is the stage's breakdown against each rank's own capacity.
 // Assumes (defaults match Megatron-DeepSpeed fp16 + Adam as in Sailor's runs):
 //   - weights/grads/optimizer: mixed precision = 2 B fp16 weights + 2 B fp16 grads (DeepSpeed/

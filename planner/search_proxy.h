@@ -47,6 +47,12 @@ class ProxyTimer {
 
  private:
   struct Table {
+    Table() = default;
+    // p2p_at_dp points into this Table's own p2p_s: a copy would point into the original's.
+    Table(const Table&) = delete;
+    Table& operator=(const Table&) = delete;
+    Table(Table&&) = default;
+    Table& operator=(Table&&) = default;
     std::vector<double> forward, backward, update, cycle;  // prefix sums, blocks + 1
     std::map<int, std::array<double, 4>> p2p_s;           // by D, then LinkKind, lazily
     int p2p_dp = -1;                                      // the D last asked, and its entry

@@ -316,8 +316,10 @@ void StageDp::build_memory_rows(int in_flight) {
   if (!rows.empty()) return;
   const int configs = static_cast<int>(in_.configs->size());
   rows.assign(static_cast<std::size_t>(configs) * (blocks_ + 1), 0);
-  const std::vector<int>* fewer = nullptr;  // the nearest built row set with fewer in flight
-  for (int k = in_flight - 1; k >= 1 && fewer == nullptr; --k)
+  // The nearest built row set with fewer in flight; none for the quadratic reference, which
+  // tests every start so LinearSweepEqualsQuadraticSweep also checks the floor.
+  const std::vector<int>* fewer = nullptr;
+  for (int k = in_flight - 1; k >= 1 && fewer == nullptr && !in_.quadratic_reference; --k)
     if (!mem_start_[k - 1].empty()) fewer = &mem_start_[k - 1];
   for (int c = 0; c < configs; ++c) {
     const std::size_t row = static_cast<std::size_t>(c) * (blocks_ + 1);
@@ -727,13 +729,16 @@ void StageDp::keep_best_states(int depth, float limit) {
   }
   // States by (bound, id), lowest first, drawn from a heap (most are never drawn); the eager
   // reference takes them in id order.
-  // The heap holds (bound, id) packed in one integer, the bound's bits above the id: a bound is
-  // a float and never negative (+ 0.0f turns a -0 into +0), and such floats order as their bits,
-  // so one integer compare per heap step orders as the pair would.
+  // The heap holds (bound, id) packed in one integer, the bound's order-preserving bits above the
+  // id, so one integer compare per heap step orders as the pair would: + 0.0f turns a -0 into
+  // +0, a non-negative float gets its sign bit set (its bits already order as it does), a
+  // negative one has all bits flipped (larger magnitude, smaller key). Bounds are never negative
+  // today (times and spreads), but a profile with a negative block time must not reorder them.
   using Ranked = std::pair<double, int>;  // (score or its bound, state id): the selection's order
   std::vector<std::uint64_t> order(static_cast<std::size_t>(states));
   for (int t = 0; t < states; ++t) {
-    const std::uint32_t bits = in_.eager_beam_reference ? 0u : std::bit_cast<std::uint32_t>(bound[t] + 0.0f);
+    std::uint32_t bits = in_.eager_beam_reference ? 0u : std::bit_cast<std::uint32_t>(bound[t] + 0.0f);
+    bits = (bits >> 31) != 0u ? ~bits : (bits | 0x80000000u);
     order[static_cast<std::size_t>(t)] = (static_cast<std::uint64_t>(bits) << 32) | static_cast<std::uint32_t>(t);
   }
   std::make_heap(order.begin(), order.end(), std::greater<std::uint64_t>());

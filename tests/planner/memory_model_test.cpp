@@ -191,3 +191,34 @@ TEST(MemoryModel, FlashNeverAboveMaterialized) {
     }
   }
 }
+
+// The stage DP's memory rows start each pointer where the row with fewer micro-batches in flight
+// left it (planner/stage_dp.cpp, memory_row()): sound only if a stage's peak never falls as more
+// micro-batches are in flight. Checked over recompute modes, the reference worker's layout, the
+// first block (embedding), the last (head and logits), TP and micro-batch sizes.
+TEST(MemoryModel, PeakNeverFallsWithMoreMicroBatchesInFlight) {
+  const fp::ModelSpec model = *fp::find_preset("gpt-3-175b");
+  const int blocks = model.num_blocks();
+  for (const fp::Recompute recompute : {fp::Recompute::kNone, fp::Recompute::kSelective, fp::Recompute::kFull})
+    for (const bool reference : {false, true})
+      for (const auto& [first, last] : std::vector<std::pair<int, int>>{{0, 5}, {3, 9}, {blocks - 4, blocks}})
+        for (const int tp : {1, 8})
+          for (const int mbs : {1, 4}) {
+            fp::StageShape shape;
+            shape.first_block = first;
+            shape.last_block = last;
+            shape.tp = tp;
+            shape.micro_batch_size = mbs;
+            shape.options.recompute = recompute;
+            shape.options.reference_worker_activations = reference;
+            std::int64_t before = 0;
+            for (int in_flight = 1; in_flight <= 16; ++in_flight) {
+              shape.in_flight_micro_batches = in_flight;
+              const std::int64_t peak = fp::stage_memory(model, shape).peak_bytes;
+              EXPECT_GE(peak, before) << "blocks [" << first << ", " << last << ") tp " << tp << " mbs " << mbs
+                                      << " in flight " << in_flight << " recompute "
+                                      << static_cast<int>(recompute) << " reference " << reference;
+              before = peak;
+            }
+          }
+}
