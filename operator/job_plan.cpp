@@ -149,13 +149,13 @@ JobPlan to_job_plan(const JobSpec& spec, const planner::PlaceResult& placed, con
 }  // namespace
 
 PodPrediction JobPlan::predicted_for(const std::string& pod) const {
-  for (const PlanPod& p : pods)
-    if (p.name == pod && p.predicted_peak_bytes > 0) return {p.predicted_peak_bytes, p.headroom_bytes};
   PodPrediction out;
+  const auto p = std::find_if(pods.begin(), pods.end(), [&](const PlanPod& x) { return x.name == pod; });
+  if (p != pods.end()) out = {p->predicted_peak_bytes, p->headroom_bytes};
+  if (out.peak_bytes > 0) return out;
   for (const PlanStage& stage : stages)
-    if (std::find(stage.pods.begin(), stage.pods.end(), pod) != stage.pods.end() &&
-        stage.predicted_peak_bytes > out.peak_bytes)
-      out = {stage.predicted_peak_bytes, stage.headroom_bytes};
+    if (std::find(stage.pods.begin(), stage.pods.end(), pod) != stage.pods.end())
+      out.peak_bytes = std::max(out.peak_bytes, stage.predicted_peak_bytes);
   return out;
 }
 
@@ -165,15 +165,13 @@ std::string JobPlan::summary() const {
 
 Json JobPlan::to_status() const {
   Json stages_json = Json::array();
-  for (const PlanStage& s : stages) {
+  for (const PlanStage& s : stages)
     stages_json.push_back({{"gpuType", s.gpu_type},
                            {"tp", s.tp},
                            {"firstLayer", s.first_block},
                            {"lastLayer", s.last_block},
                            {"pods", s.pods},
                            {"predictedPeakBytes", s.predicted_peak_bytes}});
-    if (s.headroom_bytes > 0) stages_json.back()["headroomBytes"] = s.headroom_bytes;
-  }
   Json pods_json = Json::array();
   for (const PlanPod& p : pods) {
     pods_json.push_back(
@@ -219,8 +217,7 @@ std::optional<JobPlan> JobPlan::from_status(const Json& j) {
     p.megatron_args = j.value("megatronArgs", std::vector<std::string>{});
     for (const Json& s : j.value("stages", Json::array()))
       p.stages.push_back({s.value("gpuType", ""), s.value("tp", 1), s.value("firstLayer", 0), s.value("lastLayer", 0),
-                          s.value("pods", std::vector<std::string>{}), s.value("predictedPeakBytes", std::int64_t{0}),
-                          s.value("headroomBytes", std::int64_t{0})});
+                          s.value("pods", std::vector<std::string>{}), s.value("predictedPeakBytes", std::int64_t{0})});
     for (const Json& pod : j.at("pods"))
       p.pods.push_back({pod.value("name", ""), pod.value("node", ""), pod.value("gpuType", ""), pod.value("gpus", 0),
                         pod.value("ranks", std::vector<int>{}), pod.value("predictedPeakBytes", std::int64_t{0}),

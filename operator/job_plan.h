@@ -40,8 +40,9 @@ struct PlanPod {
   int gpus = 0;
   std::vector<int> ranks;  // ascending global ranks
   // The largest predicted peak of the pod's own ranks (its GPU type, its stages), and of that
-  // the memory headroom its type carried when planned (memory_headroom.h). 0: not recorded (a
-  // status written before these fields; JobPlan::predicted_for() then falls back to the stages).
+  // the memory headroom its type carried when planned (memory_headroom.h). A peak of 0: not
+  // recorded (a status written before these fields; JobPlan::predicted_for() then falls back to
+  // the stages').
   std::int64_t predicted_peak_bytes = 0;
   std::int64_t headroom_bytes = 0;
 };
@@ -59,9 +60,6 @@ struct PlanStage {
   int last_block = 0;  // inclusive, as status.plan.stages[].lastLayer says
   std::vector<std::string> pods;
   std::int64_t predicted_peak_bytes = 0;
-  // Of predicted_peak_bytes, the memory headroom the job had learned for this stage's GPU type
-  // when it was planned (memory_headroom.h); the model's own prediction is the difference.
-  std::int64_t headroom_bytes = 0;
 };
 
 struct JobPlan {
@@ -86,7 +84,7 @@ struct JobPlan {
 
   std::string summary() const;  // "PP3·DP2·TP1"
   // The pod's own prediction; for a plan without per-pod predictions, the largest of the stages
-  // it runs ranks of.
+  // it runs ranks of. The headroom is the pod's.
   PodPrediction predicted_for(const std::string& pod) const;
   nlohmann::json to_status() const;
   static std::optional<JobPlan> from_status(const nlohmann::json& plan);

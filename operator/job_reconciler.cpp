@@ -85,27 +85,38 @@ struct Context {
   const planner::EvalContext& base_eval;  // the operator's, without the job's memory headroom
   Json status;
   JobActions actions;
-  planner::GpuCatalog headroom_catalog;  // base_eval's catalog plus status.memoryHeadroom
+  MemoryHeadroom headroom;               // status.memoryHeadroom, parsed once per reconcile
+  planner::GpuCatalog headroom_catalog;  // base_eval's catalog plus `headroom`
   planner::EvalContext eval;             // what the job is planned with
 };
 
-// Headroom learned for another model or worker kind does not hold for this spec.
-void forget_headroom_of_other_models(Context& c) {
-  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
-  if (!headroom.keep_only(headroom_key(c.job.spec))) return;
+// The job is planned with the headroom its workers taught it (memory_headroom.h): `eval`
+// carries `headroom`.
+void plan_with(Context& c, MemoryHeadroom headroom) {
+  c.headroom = std::move(headroom);
+  c.eval = c.base_eval;
+  if (c.headroom.empty() || c.base_eval.catalog == nullptr) return;
+  c.headroom_catalog = with_headroom(*c.base_eval.catalog, c.headroom);
+  c.eval.catalog = &c.headroom_catalog;
+}
+
+// New headroom: the status keeps it, and the job is planned with it.
+void set_headroom(Context& c, MemoryHeadroom headroom) {
   if (headroom.empty())
     c.status.erase("memoryHeadroom");
   else
     c.status["memoryHeadroom"] = headroom.to_status();
+  plan_with(c, std::move(headroom));
 }
 
-// The job is planned with the headroom its workers taught it (memory_headroom.h).
-void use_headroom(Context& c) {
-  c.eval = c.base_eval;
-  const MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
-  if (headroom.empty() || c.base_eval.catalog == nullptr) return;
-  c.headroom_catalog = with_headroom(*c.base_eval.catalog, headroom);
-  c.eval.catalog = &c.headroom_catalog;
+// The status's headroom; what was learned for another model or worker kind does not hold for
+// this spec and leaves the status.
+void load_headroom(Context& c) {
+  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  if (headroom.keep_only(headroom_key(c.job.spec)))
+    set_headroom(c, std::move(headroom));
+  else
+    plan_with(c, std::move(headroom));
 }
 
 void phase(Context& c, const std::string& p) { c.status["phase"] = p; }
@@ -160,9 +171,9 @@ void delete_all_pods(Context& c) {
 void fail_job(Context& c, const std::string& reason, const std::string& why) {
   std::string message = why;
   // What the job learned about memory stays, and a re-applied spec plans with it: say so.
-  if (const MemoryHeadroom learned = MemoryHeadroom::from_status(c.status); !learned.empty())
+  if (!c.headroom.empty())
     message += " Memory headroom learned from the workers, which the next plans keep (status.memoryHeadroom): " +
-               learned.summary() + ".";
+               c.headroom.summary() + ".";
   phase(c, "Failed");
   condition(c, "Failed", true, reason, message);
   event(c, "Warning", reason, message);
@@ -215,8 +226,8 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
     std::string message = failure_context + outcome.message;
     // A job that learned headroom plans with less memory than the catalog says: say so, or the
     // "fits nowhere" reads as a planner that forgot the GPUs it used a minute ago.
-    if (const MemoryHeadroom learned = MemoryHeadroom::from_status(c.status); !learned.empty())
-      message += " (planned with the memory headroom the job's workers showed, per rank: " + learned.summary() +
+    if (!c.headroom.empty())
+      message += " (planned with the memory headroom the job's workers showed, per rank: " + c.headroom.summary() +
                  "; status.memoryHeadroom)";
     const bool repeated = condition_says(c, "Planned", false, outcome.reason, message);
     condition(c, "Planned", false, outcome.reason, message);
@@ -224,9 +235,7 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
     return false;
   }
   JobPlan plan = *outcome.plan;
-  const MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
-  for (PlanStage& stage : plan.stages) stage.headroom_bytes = headroom.bytes_for(stage.gpu_type);
-  for (PlanPod& pod : plan.pods) pod.headroom_bytes = headroom.bytes_for(pod.gpu_type);
+  for (PlanPod& pod : plan.pods) pod.headroom_bytes = c.headroom.bytes_for(pod.gpu_type);
   // Gang start: ranks in several pods start together, once every pod's sidecar is up and waits
   // at the barrier (not_at_barrier()). Without it, ranks whose pod started first waited for a
   // peer still pulling its image (minutes for a PyTorch image) until their rendezvous timed out,
@@ -387,7 +396,7 @@ void spec_applied(Context& c, const LaunchChange& change) {
 // re-planned now.
 void learn_measured_peaks(Context& c, const JobPlan& plan) {
   if (c.base_eval.catalog == nullptr) return;
-  MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
+  MemoryHeadroom headroom = c.headroom;
   bool learned = false;
   for (const PlanPod& pod : plan.pods) {
     const PodObservation* p = find_pod(c.job, pod.name);
@@ -399,9 +408,7 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
     headroom.set(std::move(*t));
     learned = true;
   }
-  if (!learned) return;
-  c.status["memoryHeadroom"] = headroom.to_status();
-  use_headroom(c);
+  if (learned) set_headroom(c, std::move(headroom));
 }
 
 // Workers ran out of GPU memory on a plan predicted to fit: each one's GPU type gets the
@@ -409,7 +416,7 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
 // one type teach it once (the largest answer).
 void learn_out_of_memory(Context& c, const JobPlan& plan, const std::vector<const PodObservation*>& pods) {
   if (c.base_eval.catalog == nullptr || pods.empty()) return;
-  const MemoryHeadroom before = MemoryHeadroom::from_status(c.status);
+  const MemoryHeadroom& before = c.headroom;
   MemoryHeadroom headroom = before;
   for (const PodObservation* pod : pods) {
     auto t = after_out_of_memory(plan, pod->name, pod->report->message, before, *c.base_eval.catalog);
@@ -419,8 +426,7 @@ void learn_out_of_memory(Context& c, const JobPlan& plan, const std::vector<cons
   }
   for (const TypeHeadroom& t : headroom.types)
     if (t.bytes != before.bytes_for(t.gpu_type)) event(c, "Warning", "MemoryHeadroom", t.message);
-  c.status["memoryHeadroom"] = headroom.to_status();
-  use_headroom(c);
+  set_headroom(c, std::move(headroom));
 }
 
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
@@ -662,9 +668,8 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 }
 
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
-  Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}, {}, eval};
-  forget_headroom_of_other_models(c);
-  use_headroom(c);
+  Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}, {}, {}, eval};
+  load_headroom(c);
   if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);
   if (succeeded_short_of_train_steps(c.status, job.spec)) train_on(c);
   c.status["observedGeneration"] = job.spec.generation;

@@ -1,7 +1,7 @@
 #include "operator/memory_headroom.h"
 
 #include <algorithm>
-#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -177,13 +177,11 @@ std::optional<std::int64_t> usable_bytes_in(const std::string& worker_message) {
   // The reference worker: "usable GPU memory N bytes".
   static constexpr std::string_view kPhrase = "usable GPU memory ";
   if (const auto at = worker_message.rfind(kPhrase); at != std::string::npos) {
-    std::size_t i = at + kPhrase.size();
+    const char* digits = worker_message.data() + at + kPhrase.size();
+    const char* end = worker_message.data() + worker_message.size();
     std::int64_t bytes = 0;
-    const std::size_t digits_from = i;
-    while (i < worker_message.size() && std::isdigit(static_cast<unsigned char>(worker_message[i])) &&
-           bytes < (std::int64_t{1} << 56))
-      bytes = bytes * 10 + (worker_message[i++] - '0');
-    if (i > digits_from && worker_message.compare(i, 6, " bytes") == 0 && bytes > 0) return bytes;
+    const auto [after, error] = std::from_chars(digits, end, bytes);
+    if (error == std::errc() && std::string_view(after, end - after).starts_with(" bytes") && bytes > 0) return bytes;
     return std::nullopt;
   }
   // PyTorch 2.x: "... of which 11.06 MiB is free. Including non-PyTorch memory, this process has

@@ -25,11 +25,15 @@ fp::GpuCatalog catalog() {
 }
 
 // Two stages: pod "a" (gpu-16) runs stage 0 predicted at 6 GB; pod "b" (gpu-11) runs stage 1 at
-// 9 GB, and pod "c" (gpu-11) runs both stages' second replicas.
-fo::JobPlan two_stage_plan(std::int64_t stage1_peak_bytes = 9'000'000'000, std::int64_t stage1_headroom_bytes = 0) {
+// 9 GB, and pod "c" (gpu-11) runs both stages' second replicas. The pods record no prediction of
+// their own (a status written before they did), so theirs is their stages' largest; the gpu-11
+// pods were planned with `gpu11_headroom_bytes` in it.
+fo::JobPlan two_stage_plan(std::int64_t stage1_peak_bytes = 9'000'000'000, std::int64_t gpu11_headroom_bytes = 0) {
   fo::JobPlan plan;
   plan.epoch = 3;
-  plan.pods = {{"a", "n0", "gpu-16", 1, {0}}, {"b", "n1", "gpu-11", 1, {1}}, {"c", "n2", "gpu-11", 2, {2, 3}}};
+  plan.pods = {{"a", "n0", "gpu-16", 1, {0}},
+               {"b", "n1", "gpu-11", 1, {1}, 0, gpu11_headroom_bytes},
+               {"c", "n2", "gpu-11", 2, {2, 3}, 0, gpu11_headroom_bytes}};
   fo::PlanStage s0;
   s0.gpu_type = "gpu-16";
   s0.pods = {"a", "c"};
@@ -38,7 +42,6 @@ fo::JobPlan two_stage_plan(std::int64_t stage1_peak_bytes = 9'000'000'000, std::
   s1.gpu_type = "gpu-11";
   s1.pods = {"b", "c"};
   s1.predicted_peak_bytes = stage1_peak_bytes;
-  s1.headroom_bytes = stage1_headroom_bytes;
   plan.stages = {s0, s1};
   return plan;
 }

@@ -380,10 +380,10 @@ TEST_F(OverstatedGpus, AWorkerOutOfMemoryIsLearnedAndTheJobReplannedAroundIt) {
   EXPECT_EQ(learned.value("bytes", std::int64_t{0}), 64'000'000 - 900'000);
   EXPECT_NE(events().find("OutOfMemory"), std::string::npos) << events();
   // The plan that finished: what it asks of an emu-mem GPU, without the headroom, is at most 0.9 MB.
-  for (const auto& stage : status["plan"]["stages"]) {
-    if (stage.value("gpuType", "") != "emu-mem") continue;
-    EXPECT_EQ(stage.value("headroomBytes", std::int64_t{0}), 63'100'000);
-    EXPECT_LE(stage.value("predictedPeakBytes", std::int64_t{0}) - 63'100'000, 900'000) << stage.dump();
+  for (const auto& pod : status["plan"]["pods"]) {
+    if (pod.value("gpuType", "") != "emu-mem") continue;
+    EXPECT_EQ(pod.value("headroomBytes", std::int64_t{0}), 63'100'000);
+    EXPECT_LE(pod.value("predictedPeakBytes", std::int64_t{0}) - 63'100'000, 900'000) << pod.dump();
   }
   EXPECT_EQ(status["failures"].value("consecutive", 0), 1) << "one OOM, then the re-plan ran";
   // The operator counts it for the FlotillaWorkerOutOfMemory alert.
