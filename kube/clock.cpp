@@ -109,4 +109,16 @@ bool parse_rfc3339(const std::string& text, Clock::wall_time_point& out) {
   return true;
 }
 
+std::optional<double> rfc3339_seconds(const std::string& text) {
+  Clock::wall_time_point t;
+  if (!parse_rfc3339(text, t)) return std::nullopt;
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+std::string rfc3339_plus_seconds(const std::string& text, std::int64_t seconds) {
+  Clock::wall_time_point t;
+  if (!parse_rfc3339(text, t)) return "";
+  return format_rfc3339(t + std::chrono::seconds(seconds));
+}
+
 }  // namespace flotilla::kube

@@ -16,7 +16,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -72,5 +74,9 @@ std::string format_rfc3339(Clock::wall_time_point t);
 std::string format_rfc3339_micro(Clock::wall_time_point t);
 // Parses "2026-01-01T00:00:00Z" or with fractional seconds; returns false on bad input.
 bool parse_rfc3339(const std::string& text, Clock::wall_time_point& out);
+// Seconds since the Unix epoch of an RFC 3339 stamp; nullopt when it does not parse.
+std::optional<double> rfc3339_seconds(const std::string& text);
+// The stamp `seconds` later, formatted as format_rfc3339(); "" when `text` does not parse.
+std::string rfc3339_plus_seconds(const std::string& text, std::int64_t seconds);
 
 }  // namespace flotilla::kube

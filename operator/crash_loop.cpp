@@ -7,17 +7,8 @@
 #include "kube/clock.h"
 
 namespace flotilla::op {
-namespace {
 
 using Json = nlohmann::json;
-
-std::string plus_seconds(const std::string& now, std::int64_t seconds) {
-  kube::Clock::wall_time_point t;
-  if (!kube::parse_rfc3339(now, t)) return "";
-  return kube::format_rfc3339(t + std::chrono::seconds(seconds));
-}
-
-}  // namespace
 
 FailureStreak FailureStreak::from_status(const Json& status) {
   const Json f = status.value("failures", Json::object());
@@ -51,7 +42,7 @@ FailureVerdict judge_failure(const FailureStreak& before, std::int64_t mark_now,
   v.give_up = v.streak.consecutive > policy.backoff_limit;
   if (!v.give_up) {
     v.backoff_seconds = exponential_backoff(policy.base_seconds, policy.max_seconds, v.streak.consecutive);
-    v.streak.restart_after = plus_seconds(now, v.backoff_seconds);
+    v.streak.restart_after = kube::rfc3339_plus_seconds(now, v.backoff_seconds);
   }
   return v;
 }

@@ -1,7 +1,6 @@
 #include "operator/rescale_timing.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "kube/clock.h"
 
@@ -12,9 +11,8 @@ using Json = nlohmann::json;
 
 // Seconds since the epoch of status.lastRescaleTime; 0 when absent or unreadable.
 double rescale_started_s(const Json& status) {
-  std::chrono::system_clock::time_point t;
-  if (!status.is_object() || !kube::parse_rfc3339(status.value("lastRescaleTime", ""), t)) return 0;
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
+  if (!status.is_object()) return 0;
+  return kube::rfc3339_seconds(status.value("lastRescaleTime", "")).value_or(0);
 }
 
 std::int64_t plan_field(const Json& status, const char* field) {

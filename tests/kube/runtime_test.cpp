@@ -63,6 +63,15 @@ TEST(KubeClock, Rfc3339RoundTrip) {
   EXPECT_FALSE(parse_rfc3339("yesterday", parsed));
 }
 
+// 1767225600 s is 2026-01-01T00:00:00Z (date -d 2026-01-01T00:00:00Z +%s).
+TEST(KubeClock, Rfc3339SecondsAndSums) {
+  EXPECT_EQ(rfc3339_seconds("2026-01-01T00:00:00Z"), 1767225600.0);
+  EXPECT_EQ(rfc3339_seconds("2026-01-01T01:00:01.5+01:00"), 1767225601.5);
+  EXPECT_FALSE(rfc3339_seconds("yesterday"));
+  EXPECT_EQ(rfc3339_plus_seconds("2026-12-31T23:50:00Z", 600), "2027-01-01T00:00:00Z");
+  EXPECT_EQ(rfc3339_plus_seconds("yesterday", 600), "");
+}
+
 TEST(KubeClock, ManualSleepEndsOnAdvanceOrStop) {
   auto clock = std::make_shared<ManualClock>();
   std::stop_source stop;
