@@ -47,10 +47,11 @@ std::map<std::string, int> ClusterView::free_by_type() const {
   return free;
 }
 
-planner::ClusterSpec ClusterView::snapshot_for(const std::string& job_key, bool exclude_own) const {
+planner::ClusterSpec ClusterView::snapshot_for(const std::string& job_key, bool exclude_own,
+                                               const std::set<std::string>& leave_out) const {
   planner::ClusterSpec spec;
   for (const NodeView& n : nodes) {
-    if (!n.healthy || n.gpu_type.empty()) continue;
+    if (!n.healthy || n.gpu_type.empty() || leave_out.contains(n.name)) continue;
     int free = n.gpus - n.held();
     if (!exclude_own)
       if (auto it = n.held_by_job.find(job_key); it != n.held_by_job.end()) free += it->second;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,9 @@ struct ClusterView {
   std::map<std::string, int> free_by_type() const;
   // The planner's snapshot for one job: healthy nodes of known type with the GPUs free to it,
   // i.e. not held by other jobs' pods; the job's own pods' GPUs count as free unless
-  // `exclude_own` is set.
-  planner::ClusterSpec snapshot_for(const std::string& job_key, bool exclude_own = false) const;
+  // `exclude_own` is set. Nodes named in `leave_out` are not in it (unavailable_nodes.h).
+  planner::ClusterSpec snapshot_for(const std::string& job_key, bool exclude_own = false,
+                                    const std::set<std::string>& leave_out = {}) const;
 };
 
 int pod_gpus(const nlohmann::json& pod);

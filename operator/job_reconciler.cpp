@@ -8,6 +8,8 @@
 #include "operator/crash_loop.h"
 #include "operator/decision_history.h"
 #include "operator/memory_headroom.h"
+#include "operator/unavailable_nodes.h"
+#include "kube/clock.h"
 
 namespace flotilla::op {
 namespace {
@@ -88,6 +90,7 @@ struct Context {
   MemoryHeadroom headroom;               // status.memoryHeadroom, parsed once per reconcile
   planner::GpuCatalog headroom_catalog;  // base_eval's catalog plus `headroom`
   planner::EvalContext eval;             // what the job is planned with
+  UnavailableNodes unavailable;          // status.unavailableNodes not yet expired: left out of plans
 };
 
 // The job is planned with the headroom its workers taught it (memory_headroom.h): `eval`
@@ -117,6 +120,23 @@ void load_headroom(Context& c) {
     set_headroom(c, std::move(headroom));
   else
     plan_with(c, std::move(headroom));
+}
+
+void set_unavailable(Context& c, UnavailableNodes nodes) {
+  if (nodes.empty())
+    c.status.erase("unavailableNodes");
+  else
+    c.status["unavailableNodes"] = nodes.to_status();
+  c.unavailable = std::move(nodes);
+}
+
+// The status's unavailable nodes; expired or malformed entries leave the status.
+void load_unavailable(Context& c) {
+  UnavailableNodes nodes = UnavailableNodes::from_status(c.status, c.job.now);
+  if (c.status.contains("unavailableNodes") && c.status["unavailableNodes"] != nodes.to_status())
+    set_unavailable(c, std::move(nodes));
+  else
+    c.unavailable = std::move(nodes);
 }
 
 void phase(Context& c, const std::string& p) { c.status["phase"] = p; }
@@ -214,13 +234,16 @@ PlanConstraints constraints_for(const JobSpec& spec, const std::optional<JobPlan
   return limits;
 }
 
-// Plans epoch `epoch`; on success writes status.plan and acts. Returns false on failure (the
-// status then says why).
-bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target, std::int64_t epoch,
-                  bool old_workers_may_run, const std::string& why, const std::string& failure_context = "") {
+// Plans epoch `epoch` on the GPUs free to the job, leaving out its unavailable nodes.
+PlanOutcome plan_for(const Context& c, const std::optional<JobPlan>& previous, int target, std::int64_t epoch) {
   const JobSpec& spec = c.job.spec;
-  const planner::ClusterSpec snapshot = c.job.cluster->snapshot_for(spec.key());
-  const PlanOutcome outcome = plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
+  const planner::ClusterSpec snapshot = c.job.cluster->snapshot_for(spec.key(), false, c.unavailable.names());
+  return plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
+}
+
+// On a plan, writes status.plan and acts; returns false on none (the status then says why).
+bool act_on(Context& c, const PlanOutcome& outcome, std::int64_t epoch, bool old_workers_may_run,
+            const std::string& why, const std::string& failure_context = "") {
   if (!outcome.plan) {
     // Every reconcile (5 s) retries; the event goes out once per distinct failure, not each time.
     std::string message = failure_context + outcome.message;
@@ -229,6 +252,9 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
     if (!c.headroom.empty())
       message += " (planned with the memory headroom the job's workers showed, per rank: " + c.headroom.summary() +
                  "; status.memoryHeadroom)";
+    if (!c.unavailable.empty())
+      message += " (leaving out nodes its pods could not start on: " + c.unavailable.summary() +
+                 "; status.unavailableNodes)";
     const bool repeated = condition_says(c, "Planned", false, outcome.reason, message);
     condition(c, "Planned", false, outcome.reason, message);
     if (!repeated) event(c, "Warning", outcome.reason, message);
@@ -256,11 +282,27 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
   return true;
 }
 
+bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target, std::int64_t epoch,
+                  bool old_workers_may_run, const std::string& why, const std::string& failure_context = "") {
+  return act_on(c, plan_for(c, previous, target, epoch), epoch, old_workers_may_run, why, failure_context);
+}
+
+// Why a plan pod is not up yet, for conditions and events; "" when its sidecar has reported.
+std::string why_not_started(const PlanPod& pod, const PodObservation* p) {
+  if (p == nullptr)
+    return "not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " + pod.node;
+  if (p->report) return "";
+  if (p->phase == "Pending")
+    return "Pending: " + (p->waiting_reason.empty() ? std::string("its containers have not started") : p->waiting_reason);
+  return "its sidecar has not reported";
+}
+
 // The barrier lifts once every pod of the plan stopped (or waits, if new: its sidecar is up)
 // under the epoch and nothing else of the job is left; this lists what is not there yet, each
 // with why, for the Running condition: a gang whose pod is stuck (an image that cannot be
-// pulled, a node whose GPUs are still taken) waits as long as it takes, so the user must be
-// able to see which pod to look at. Empty: the barrier may lift.
+// pulled, a node whose GPUs are still taken) waits up to spec.elasticity.podStartTimeoutSeconds
+// (leave_unstarted_pods_behind()), so the user must be able to see which pod to look at. Empty:
+// the barrier may lift.
 std::vector<std::string> not_at_barrier(const Context& c, const JobPlan& plan) {
   std::vector<std::string> waiting;
   std::set<std::string> names;
@@ -268,17 +310,18 @@ std::vector<std::string> not_at_barrier(const Context& c, const JobPlan& plan) {
     names.insert(pod.name);
     const PodObservation* p = find_pod(c.job, pod.name);
     if (p == nullptr) {
-      waiting.push_back(pod.name + " (not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " +
-                        pod.node + ")");
+      waiting.push_back(pod.name + " (" + why_not_started(pod, p) + ")");
     } else if (p->deleting) {
       waiting.push_back(pod.name + " (terminating)");
     } else if (!live(*p, *c.job.cluster)) {
       waiting.push_back(pod.name + " (" + (p->phase == "Failed" ? "Failed" : "its node is not ready") + ")");
     } else if (!report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) {
+      const std::string not_started = why_not_started(pod, p);
       waiting.push_back(pod.name + " (" +
-                        (p->phase == "Pending" ? std::string("Pending: its containers have not started")
-                         : p->report && p->report->epoch == plan.epoch ? std::string(to_string(p->report->state))
-                                                                       : std::string("its sidecar has not reported")) +
+                        (!not_started.empty()                                 ? not_started
+                         : p->report->epoch == plan.epoch
+                             ? std::string(to_string(p->report->state))
+                             : "its sidecar is still on epoch " + std::to_string(p->report->epoch)) +
                         ")");
     }
   }
@@ -288,11 +331,81 @@ std::vector<std::string> not_at_barrier(const Context& c, const JobPlan& plan) {
   return waiting;
 }
 
-void waiting_for_pods(Context& c, const JobPlan& plan, const std::vector<std::string>& waiting) {
+// One Pending pod must not hold the others hostage (DESIGN.md). Once the plan's pods were asked
+// to start spec.elasticity.podStartTimeoutSeconds ago (status.lastRescaleTime), if some sidecars
+// are up and others never reported, the job is re-planned on what started, and the nodes of the
+// pods that did not are left out of its plans for kUnavailableNodeSeconds (status.unavailableNodes;
+// the allocator does not grow the job onto them either). A pod with any report has a live
+// sidecar (it may still be stopping old workers within their grace) and is not stuck. When none
+// started (an image no node can pull) or nothing fits without them, the job keeps waiting: a plan
+// elsewhere would meet the same cause, or there is no elsewhere; so it does when fewer GPUs
+// than resources.minGPUs would be left. True: it re-planned. Otherwise
+// `note` says what bounds the wait, for the Running condition.
+bool leave_unstarted_pods_behind(Context& c, const JobPlan& plan, std::string& note) {
+  const int timeout_s = c.job.spec.pod_start_timeout_seconds;
+  const std::optional<double> asked_s = kube::rfc3339_seconds(c.status.value("lastRescaleTime", ""));
+  const std::optional<double> now_s = kube::rfc3339_seconds(c.job.now);
+  if (timeout_s <= 0 || !asked_s || !now_s) return false;
+  std::vector<std::pair<const PlanPod*, std::string>> stuck;  // with why
+  int stuck_gpus = 0;
+  for (const PlanPod& pod : plan.pods)
+    if (std::string why = why_not_started(pod, find_pod(c.job, pod.name)); !why.empty()) {
+      stuck.emplace_back(&pod, std::move(why));
+      stuck_gpus += pod.gpus;
+    }
+  if (stuck.empty()) return false;
+  const double left_s = *asked_s + timeout_s - *now_s;
+  if (stuck.size() == plan.pods.size()) {
+    if (left_s <= 0)
+      note = "; no pod of this epoch has started in " + std::to_string(timeout_s) +
+             " s, so there is nothing to re-plan around: look at the pods (kubectl describe pod)";
+    return false;
+  }
+  if (plan.gpus - stuck_gpus < c.job.spec.min_gpus) {
+    if (left_s <= 0)
+      note = "; without the pods that have not started, fewer GPUs than resources.minGPUs (" +
+             std::to_string(c.job.spec.min_gpus) + ") would be left, so it waits for them";
+    return false;
+  }
+  if (left_s > 0) {
+    c.actions.requeue_after_seconds = left_s;
+    note = "; pods not started " + std::to_string(timeout_s) +
+           " s after the plan are left behind (spec.elasticity.podStartTimeoutSeconds)";
+    return false;
+  }
+  UnavailableNodes before = c.unavailable;
+  std::string names;
+  for (const auto& [pod, why] : stuck) {
+    names += (names.empty() ? "" : ", ") + pod->name + " (" + why + ")";
+    c.unavailable.add({pod->node, "PodStartTimeout",
+                       pod->name + " (" + why + ") did not start in " + std::to_string(timeout_s) + " s",
+                       kube::rfc3339_plus_seconds(c.job.now, kUnavailableNodeSeconds)});
+  }
+  const PlanOutcome outcome = plan_for(c, plan, plan.gpus - stuck_gpus, plan.epoch + 1);
+  if (!outcome.plan) {
+    c.unavailable = std::move(before);
+    note = "; " + names + " did not start in " + std::to_string(timeout_s) + " s, and without " +
+           (stuck.size() == 1 ? "its node" : "their nodes") + " no plan fits: " + outcome.message;
+    return false;
+  }
+  set_unavailable(c, c.unavailable);
+  const std::string why = names + " did not start in " + std::to_string(timeout_s) + " s; re-planned without " +
+                          (stuck.size() == 1 ? "its node" : "their nodes") + " for " +
+                          std::to_string(kUnavailableNodeSeconds / 60) + " min (status.unavailableNodes)";
+  act_on(c, outcome, plan.epoch + 1, true, why);
+  phase(c, "Rescaling");
+  condition(c, "Rescaling", true, "PodStartTimeout", why);
+  event(c, "Warning", "PodStartTimeout", why);
+  return true;
+}
+
+void waiting_for_pods(Context& c, const JobPlan& plan, const std::vector<std::string>& waiting,
+                      const std::string& note) {
   std::string list;
   for (const std::string& w : waiting) list += (list.empty() ? "" : ", ") + w;
   condition(c, "Running", false, "WaitingForPods",
-            "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + list);
+            "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + list +
+                note);
 }
 
 // Every old worker stopped: the new ranks may start, unless a relaunch after a failure still
@@ -543,10 +656,11 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
     const std::vector<std::string> waiting = not_at_barrier(c, plan);
+    std::string note;
     if (waiting.empty())
       lift_barrier_after_backoff(c, plan);
-    else
-      waiting_for_pods(c, plan, waiting);
+    else if (!leave_unstarted_pods_behind(c, plan, note))
+      waiting_for_pods(c, plan, waiting, note);
     return;
   }
   bool all_running = true, all_done = true;
@@ -670,6 +784,7 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
   Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}, {}, {}, eval};
   load_headroom(c);
+  load_unavailable(c);
   if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);
   if (succeeded_short_of_train_steps(c.status, job.spec)) train_on(c);
   c.status["observedGeneration"] = job.spec.generation;

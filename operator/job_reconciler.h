@@ -44,6 +44,10 @@ struct PodObservation {
   std::string node;
   std::string phase;  // Pending, Running, Succeeded, Failed
   bool deleting = false;
+  // Why a Pending pod has not started, as the kubelet or scheduler says it: a container's
+  // waiting reason and message (ContainerCreating, ErrImagePull: ...), else the PodScheduled
+  // condition's; "" when nothing says.
+  std::string waiting_reason;
   std::optional<PodPlan> plan;
   std::optional<PodReport> report;
 };

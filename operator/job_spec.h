@@ -72,6 +72,10 @@ struct JobSpec {
   double benefit_threshold = 0.6;
   double window_seconds = 28800;
   double min_rescale_interval_seconds = 60;
+  // How long the pods of a new plan may take to start (their sidecars up) before those that have
+  // not are left behind and the job re-plans without their nodes (unavailable_nodes.h); 0: wait
+  // as long as it takes.
+  int pod_start_timeout_seconds = 600;
   int priority = 0;
   int backoff_limit = 3;  // relaunches after failures without training progress (operator/crash_loop.h)
 

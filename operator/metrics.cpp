@@ -55,6 +55,8 @@ Metrics::Metrics() {
   define("flotilla_preemptions_total", "counter", "GPUs reclaimed from elastic jobs for waiting jobs.");
   define("flotilla_worker_out_of_memory_total", "counter",
          "Plans whose workers ran out of GPU memory (each re-planned with the headroom it taught).");
+  define("flotilla_pod_start_timeouts_total", "counter",
+         "Plans re-planned without the nodes of pods that did not start in spec.elasticity.podStartTimeoutSeconds.");
   define("flotilla_jobs", "gauge", "TrainingJobs by phase.");
   define("flotilla_gpus", "gauge", "GPUs by type and state (allocated, free, unhealthy).");
   define("flotilla_reconcile_total", "counter", "Reconciles, by kind (job, cluster) and result.");
@@ -70,6 +72,7 @@ Metrics::Metrics() {
     inc("flotilla_scaling_decisions_total", {{"direction", direction}, {"reason", "none"}}, 0);
   inc("flotilla_preemptions_total", {}, 0);
   inc("flotilla_worker_out_of_memory_total", {}, 0);
+  inc("flotilla_pod_start_timeouts_total", {}, 0);
   for (const char* result : {"pass", "refuse"}) inc("flotilla_benefit_checks_total", {{"result", result}}, 0);
   for (const char* kind : {"job", "cluster"})
     for (const char* result : {"ok", "error"}) inc("flotilla_reconcile_total", {{"kind", kind}, {"result", result}}, 0);

@@ -11,6 +11,7 @@
 #include "operator/job_reconciler.h"
 #include "operator/memory_error.h"
 #include "operator/rescale_timing.h"
+#include "operator/unavailable_nodes.h"
 #include "planner/network_io.h"
 #include "scaler/arrival_rate.h"
 
@@ -26,11 +27,7 @@ using Clock = std::chrono::system_clock;
 std::string now_rfc3339() { return kube::format_rfc3339(Clock::now()); }
 
 // Seconds since the epoch of an RFC 3339 stamp (kube/clock.h parses it); 0 when unreadable.
-double seconds_of(const std::string& rfc3339) {
-  Clock::time_point t;
-  if (!kube::parse_rfc3339(rfc3339, t)) return 0;
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
+double seconds_of(const std::string& rfc3339) { return kube::rfc3339_seconds(rfc3339).value_or(0); }
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
@@ -39,12 +36,35 @@ std::string job_key_of_pod(const Json& pod) {
   return job.empty() ? "" : pod["metadata"].value("namespace", "default") + "/" + job;
 }
 
+// What the kubelet or the scheduler says a Pending pod waits for (PodObservation::waiting_reason).
+std::string waiting_reason_of(const Json& pod) {
+  const auto reason_and_message = [](const Json& j) {
+    const std::string reason = j.value("reason", ""), message = j.value("message", "");
+    return message.empty() ? reason : reason.empty() ? message : reason + ": " + message;
+  };
+  const auto list = [](const Json& status, const char* field) {
+    const auto it = status.find(field);
+    return it != status.end() && it->is_array() ? *it : Json::array();
+  };
+  const auto status = pod.find("status");
+  if (status == pod.end() || !status->is_object()) return "";
+  for (const Json& c : list(*status, "containerStatuses"))
+    if (c.is_object())
+      if (const Json waiting = c.value("/state/waiting"_json_pointer, Json()); waiting.is_object())
+        if (std::string why = reason_and_message(waiting); !why.empty()) return why;
+  for (const Json& c : list(*status, "conditions"))
+    if (c.is_object() && c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+      return reason_and_message(c);
+  return "";
+}
+
 PodObservation observe_pod(const Json& pod) {
   PodObservation p;
   p.name = pod["metadata"].value("name", "");
   p.node = pod.value("/spec/nodeName"_json_pointer, std::string());
   p.phase = pod.value("/status/phase"_json_pointer, std::string("Pending"));
   p.deleting = pod["metadata"].contains("deletionTimestamp");
+  if (p.phase == "Pending") p.waiting_reason = waiting_reason_of(pod);
   const Json annotations = pod["metadata"].value("annotations", Json::object());
   if (annotations.contains(kPlanAnnotation) && annotations[kPlanAnnotation].is_string())
     if (auto plan = parse_pod_plan(annotations[kPlanAnnotation].get<std::string>());
@@ -287,6 +307,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   input.use_benefit_check = options_.use_benefit_check;
   input.allow_preemption = options_.allow_preemption;
   std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
+  const std::string pass_now = now_rfc3339();
   std::lock_guard lock(mu_);
   pass_capacity_ = capacity_of(view);
   if (const std::string capacity = capacity_signature(pass_capacity_); capacity != tables_capacity_) {
@@ -316,6 +337,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     a.gpu_types = spec.gpu_types;
     for (std::string& t : a.gpu_types)
       if (const planner::GpuType* g = catalog_.find(t)) t = g->name;
+    for (const std::string& name : UnavailableNodes::from_status(status, pass_now).names())
+      if (const NodeView* n = view.find(name); n != nullptr && n->healthy && !n->gpu_type.empty())
+        a.unusable_free_gpus_by_type[n->gpu_type] += std::max(0, n->gpus - n->held());
     a.overhead_s = options_.restart_overhead_s;
     a.min_rescale_interval_s = spec.min_rescale_interval_seconds;
     a.benefit_threshold = spec.benefit_threshold;
@@ -531,6 +555,7 @@ void Operator::apply(const JobSpec& spec, const Json& job, const JobActions& act
   for (const JobEvent& e : actions.events) {
     // One OutOfMemory event per plan whose workers ran out (the rescale's; memory_headroom.h).
     if (e.reason == "OutOfMemory") metrics_.inc("flotilla_worker_out_of_memory_total");
+    if (e.reason == "PodStartTimeout") metrics_.inc("flotilla_pod_start_timeouts_total");
     record_event(job, e.type, e.reason, e.message);
   }
 }

@@ -8,27 +8,31 @@
 namespace flotilla::scaler {
 namespace {
 
-// Free GPUs by type, taken by jobs that may use a subset of the types.
+// Free GPUs by type, taken by jobs that may use a subset of the types, minus the ones a job must
+// not be given (AllocatorJob::unusable_free_gpus_by_type).
 class FreePool {
  public:
   explicit FreePool(std::map<std::string, int> free) : free_(std::move(free)) {}
 
-  int available(const std::vector<std::string>& types) const {
+  int available(const AllocatorJob& job) const {
     int n = 0;
     for (const auto& [type, count] : free_)
-      if (allowed(types, type)) n += count;
+      if (allowed(job.gpu_types, type)) n += usable(job, type, count);
     return n;
   }
 
-  // Takes n GPUs from the allowed types with the most free first (ties: by name).
-  void take(const std::vector<std::string>& types, int n) {
+  // Takes n GPUs from the allowed types with the most usable free first (ties: by name).
+  void take(const AllocatorJob& job, int n) {
     while (n > 0) {
       auto best = free_.end();
+      int best_usable = 0;
       for (auto it = free_.begin(); it != free_.end(); ++it)
-        if (allowed(types, it->first) && it->second > 0 && (best == free_.end() || it->second > best->second))
+        if (const int u = usable(job, it->first, it->second); allowed(job.gpu_types, it->first) && u > best_usable) {
           best = it;
+          best_usable = u;
+        }
       if (best == free_.end()) return;
-      const int k = std::min(n, best->second);
+      const int k = std::min(n, best_usable);
       best->second -= k;
       n -= k;
     }
@@ -37,6 +41,10 @@ class FreePool {
  private:
   static bool allowed(const std::vector<std::string>& types, const std::string& type) {
     return types.empty() || std::find(types.begin(), types.end(), type) != types.end();
+  }
+  static int usable(const AllocatorJob& job, const std::string& type, int free) {
+    const auto it = job.unusable_free_gpus_by_type.find(type);
+    return std::max(0, free - (it == job.unusable_free_gpus_by_type.end() ? 0 : it->second));
   }
   std::map<std::string, int> free_;
 };
@@ -136,9 +144,9 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
                    j->fits_nowhere_why.empty() ? "no plan fits the allowed GPU types" : j->fits_nowhere_why);
       continue;
     }
-    const int free = pool.available(j->gpu_types);
+    const int free = pool.available(*j);
     if (j->initial_gpus <= free) {
-      pool.take(j->gpu_types, j->initial_gpus);
+      pool.take(*j, j->initial_gpus);
       decided[j->key] = decision(
           *j, AllocAction::kAdmit, j->initial_gpus, "Admitted",
           "admitted on " + std::to_string(j->initial_gpus) + " GPUs (" + std::to_string(free) + " free of its types)");
@@ -181,7 +189,7 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
     std::stable_sort(growers.begin(), growers.end(),
                      [](const AllocatorJob* a, const AllocatorJob* b) { return a->current_gpus < b->current_gpus; });
     for (const AllocatorJob* j : growers) {
-      const int free = pool.available(j->gpu_types);
+      const int free = pool.available(*j);
       if (free <= 0) continue;
       if (j->seconds_since_rescale < j->min_rescale_interval_s) {
         decided[j->key].reason = "keep: rescaled " + std::to_string(static_cast<int>(j->seconds_since_rescale)) +
@@ -199,7 +207,7 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
       AllocatorDecision& d = decided[j->key];
       d.benefit = choice->decision;
       if (choice->scale) {
-        pool.take(j->gpu_types, choice->target_gpus - j->current_gpus);
+        pool.take(*j, choice->target_gpus - j->current_gpus);
         d.action = AllocAction::kGrow;
         d.target_gpus = choice->target_gpus;
         d.reason_code = "BenefitCheckPassed";

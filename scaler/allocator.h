@@ -46,6 +46,10 @@ struct AllocatorJob {
   std::string fits_nowhere_reason;     // with initial_gpus 0: its reason code; "" = FitsNowhere
   const ScaleTable* table = nullptr;   // not owned; null: no resizing possible
   std::vector<std::string> gpu_types;  // allowed; empty: any
+  // Free GPUs by type this job must not be given (nodes its pods could not start on,
+  // operator/unavailable_nodes.h): another job may take them, this one is never admitted or
+  // grown onto them.
+  std::map<std::string, int> unusable_free_gpus_by_type;
   double overhead_s = 30;              // restart overhead of a rescale
   double seconds_since_rescale = std::numeric_limits<double>::infinity();
   double min_rescale_interval_s = 0;

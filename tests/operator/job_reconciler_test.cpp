@@ -788,7 +788,9 @@ TEST(JobReconciler, AWorkerOutOfMemoryTeachesTheJobHeadroomAndRePlansItUnderIt) 
   bool roomy_used = false;
   for (const fo::PlanStage& s : replanned->stages) {
     EXPECT_LE(s.predicted_peak_bytes, 64'000'000);
-    if (s.gpu_type == "emu-slow") EXPECT_LE(s.predicted_peak_bytes - learned.types[0].bytes, may_hold);
+    if (s.gpu_type == "emu-slow") {
+      EXPECT_LE(s.predicted_peak_bytes - learned.types[0].bytes, may_hold);
+    }
     roomy_used = roomy_used || s.gpu_type == "emu-roomy";
   }
   EXPECT_TRUE(roomy_used) << h.obs.status["plan"].dump();
@@ -899,4 +901,155 @@ TEST(JobReconciler, HeadroomLearnedForAnotherModelIsDropped) {
   h.obs.spec = spec_of(job_object(R"({"model": "tiny"})"));
   h.apply(h.step());
   EXPECT_FALSE(h.obs.status.contains("memoryHeadroom")) << h.obs.status.dump();
+}
+
+// One Pending pod must not hold the others hostage (DESIGN.md): a pod still not started
+// spec.elasticity.podStartTimeoutSeconds after the plan is left behind, the job re-planned on the
+// pods that did start, and its node kept out of the job's plans for 10 minutes.
+TEST(JobReconciler, APodThatDoesNotStartInTimeIsLeftBehindAndItsNodeAvoided) {
+  Harness h;
+  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
+  h.obs.now = "2026-11-24T00:00:00Z";
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  ASSERT_EQ(h.obs.pods.size(), 2u);
+  fo::PodObservation& up = h.obs.pods[0];
+  const std::string stuck = h.obs.pods[1].name, stuck_node = h.obs.pods[1].node;
+  h.report(up, flotilla::PodState::kWaiting, 1);
+  h.obs.pods[1].waiting_reason = "ErrImagePull: pull access denied for w";
+  // 30 s in: still waiting, saying which pod and when it will be left behind; woken at the deadline.
+  h.obs.now = "2026-11-24T00:00:30Z";
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1);
+  EXPECT_EQ(condition(h.obs.status, "Running"), "False/WaitingForPods");
+  const std::string waiting = condition_message(h.obs.status, "Running");
+  EXPECT_NE(waiting.find(stuck + " (Pending: ErrImagePull: pull access denied for w)"), std::string::npos) << waiting;
+  EXPECT_NE(waiting.find("left behind"), std::string::npos) << waiting;
+  ASSERT_TRUE(a.requeue_after_seconds);
+  EXPECT_DOUBLE_EQ(*a.requeue_after_seconds, 30);
+  // 60 s after the plan: re-planned on the 2 GPUs that started, the stuck pod deleted.
+  h.obs.now = "2026-11-24T00:01:00Z";
+  a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_EQ(h.barrier(), 1) << "the survivor restarts behind the barrier";
+  EXPECT_EQ(h.phase(), "Rescaling");
+  EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
+  EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 2);
+  for (const auto& pod : h.obs.status["plan"]["pods"]) EXPECT_NE(pod.value("node", ""), stuck_node);
+  EXPECT_EQ(a.remove, std::vector<std::string>{stuck});
+  ASSERT_EQ(a.events.size(), 2u);  // Planned, PodStartTimeout
+  EXPECT_EQ(a.events[1].reason, "PodStartTimeout");
+  EXPECT_NE(a.events[1].message.find(stuck + " (Pending: ErrImagePull"), std::string::npos) << a.events[1].message;
+  ASSERT_EQ(h.obs.status["unavailableNodes"].size(), 1u);
+  const auto entry = h.obs.status["unavailableNodes"][0];
+  EXPECT_EQ(entry.value("node", ""), stuck_node);
+  EXPECT_EQ(entry.value("reason", ""), "PodStartTimeout");
+  EXPECT_EQ(entry.value("until", ""), "2026-11-24T00:11:00Z") << "10 minutes after it was left behind";
+  // The survivor restarts alone.
+  h.remove_deleted();
+  h.report(h.obs.pods[0], flotilla::PodState::kStopped, 2);
+  h.apply(h.step());
+  EXPECT_EQ(h.barrier(), 2);
+  // Until the entry expires, a grow cannot use the node; from then it can.
+  h.report(h.obs.pods[0], flotilla::PodState::kRunning, 2, 10);
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+  h.obs.now = "2026-11-24T00:11:00Z";
+  h.obs.decision = decision(fs::AllocAction::kGrow, 4, "BenefitCheckPassed");
+  a = h.step();
+  h.apply(a);
+  EXPECT_FALSE(h.obs.status.contains("unavailableNodes")) << "expired entries leave the status";
+  EXPECT_EQ(h.epoch(), 3);
+  EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 4);
+}
+
+// While the plan's entry is in force, a re-plan leaves the node out and says so when that is why
+// nothing fits.
+TEST(JobReconciler, AnUnavailableNodeIsLeftOutOfPlansUntilItsTime) {
+  Harness h;
+  h.obs.now = "2026-11-24T00:00:00Z";
+  h.obs.status["unavailableNodes"] = {
+      {{"node", "n1"}, {"reason", "PodStartTimeout"}, {"message", "m"}, {"until", "2026-11-24T00:10:00Z"}},
+      {{"node", "n0"}, {"until", "not a time"}}};
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  auto a = h.step();
+  h.apply(a);
+  ASSERT_EQ(h.obs.status["unavailableNodes"].size(), 1u) << "the malformed entry is dropped";
+  ASSERT_EQ(a.create.size(), 1u);
+  EXPECT_EQ(a.create[0].pod.node, "n0");
+  // Only n1 is left and it is out: nothing fits, and the condition says why.
+  Harness g;
+  g.cluster.nodes = {node("n1", 2)};
+  g.obs.now = h.obs.now;
+  g.obs.status["unavailableNodes"] = {{{"node", "n1"}, {"until", "2026-11-24T00:10:00Z"}}};
+  g.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  g.apply(g.step());
+  EXPECT_EQ(condition(g.obs.status, "Planned").substr(0, 6), "False/");
+  EXPECT_NE(condition_message(g.obs.status, "Planned").find("n1 until 2026-11-24T00:10:00Z"), std::string::npos)
+      << condition_message(g.obs.status, "Planned");
+}
+
+// Nothing to re-plan around: when no pod has started (an image no node can pull), or the job
+// cannot run without the stuck pod's node (strict: D 4 needs all 4 GPUs), it keeps waiting, and
+// the condition says why; with a timeout of 0 it waits without a deadline.
+TEST(JobReconciler, AGangWithNothingToRePlanAroundKeepsWaiting) {
+  for (const char* timeout : {"0", "60"}) {
+    Harness h;
+    h.obs.spec = spec_of(job_object(std::string(R"({"elasticity": {"podStartTimeoutSeconds": )") + timeout + "}}"));
+    h.obs.now = "2026-11-24T00:00:00Z";
+    h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+    h.apply(h.step());
+    h.obs.decision.reset();
+    ASSERT_EQ(h.obs.pods.size(), 2u);
+    ASSERT_EQ(h.obs.status["plan"].value("dp", 0), 4) << "strict, admitted at D 4";
+    h.obs.now = "2026-11-24T01:00:00Z";
+    auto a = h.step();
+    h.apply(a);
+    EXPECT_EQ(h.epoch(), 1) << timeout;
+    EXPECT_FALSE(a.requeue_after_seconds);
+    std::string message = condition_message(h.obs.status, "Running");
+    if (std::string(timeout) == "0") {
+      EXPECT_EQ(message.find("left behind"), std::string::npos) << message;
+      continue;
+    }
+    EXPECT_NE(message.find("no pod of this epoch has started in 60 s"), std::string::npos) << message;
+    h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);
+    a = h.step();
+    h.apply(a);
+    EXPECT_EQ(h.epoch(), 1);
+    EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
+    message = condition_message(h.obs.status, "Running");
+    EXPECT_NE(message.find(h.obs.pods[1].name + " (Pending: its containers have not started) did not start in 60 s, "
+                                                "and without its node no plan fits"),
+              std::string::npos)
+        << message;
+  }
+}
+
+// A pod whose sidecar reported under the old epoch is stopping its workers (within their stop
+// grace, which may be longer than the timeout): it is not stuck.
+TEST(JobReconciler, APodStillStoppingOldWorkersIsNotLeftBehind) {
+  Harness h;
+  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
+  h.obs.now = "2026-11-24T00:00:00Z";
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kWaiting, 1);
+  h.apply(h.step());
+  for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kRunning, 1, 5);
+  h.obs.decision = decision(fs::AllocAction::kShrink, 2, "Preempted");
+  h.obs.now = "2026-11-24T00:01:00Z";
+  h.apply(h.step());
+  h.obs.decision.reset();
+  ASSERT_EQ(h.epoch(), 2);
+  h.obs.now = "2026-11-24T00:30:00Z";
+  const auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
+  const std::string message = condition_message(h.obs.status, "Running");
+  EXPECT_NE(message.find("its sidecar is still on epoch 1"), std::string::npos) << message;
 }

@@ -68,6 +68,12 @@ TEST(JobSpec, BadFieldsNameTheirPath) {
             "spec.elasticity.mode: must be strict, relaxed or off, got 'loose'");
   EXPECT_EQ(error_of(job_object(R"({"backoffLimit": -1})")), "spec.backoffLimit: must be at least 0, got -1");
   EXPECT_EQ(error_of(job_object(R"({"backoffLimit": 0})")), "");
+  EXPECT_EQ(error_of(job_object(R"({"elasticity": {"podStartTimeoutSeconds": -1}})")),
+            "spec.elasticity.podStartTimeoutSeconds: must be at least 0, got -1");
+  EXPECT_EQ(std::get<fo::JobSpec>(fo::parse_job_spec(job_object())).pod_start_timeout_seconds, 600);
+  EXPECT_EQ(std::get<fo::JobSpec>(fo::parse_job_spec(job_object(R"({"elasticity": {"podStartTimeoutSeconds": 0}})")))
+                .pod_start_timeout_seconds,
+            0);
   EXPECT_EQ(error_of(job_object(R"({"worker": {"stopGracePeriodSeconds": 0}})")),
             "spec.worker.stopGracePeriodSeconds: must be at least 1, got 0");
   EXPECT_EQ(error_of(job_object(R"({"worker": {"stopGracePeriodSeconds": 7200}})")),

@@ -115,6 +115,47 @@ TEST_F(LocalCluster, RanksInSeveralPodsStartTogetherAfterASlowImagePull) {
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(30));
 }
 
+// One Pending pod must not hold the others hostage. The job runs on n0 while n1 is cordoned;
+// n1 is then uncordoned with an image that takes an hour to pull, and the job grows onto it
+// (PP over both nodes). n1's pod does not start within the job's podStartTimeoutSeconds (5 s):
+// the job is re-planned on n0 alone, n1 is kept out of its plans (status.unavailableNodes, so it
+// is not grown onto n1 again), and it finishes with the loss of an uninterrupted run.
+TEST_F(LocalCluster, APodThatDoesNotStartIsLeftBehindAndTheJobGoesOnWithoutIt) {
+  ASSERT_EQ(kubectl("annotate node n1 devcluster.flotilla.io/image-pull-seconds=3600").exit_code, 0);
+  ASSERT_EQ(kubectl("cordon n1").exit_code, 0);
+  std::ofstream(dir_ / "job.yaml") << "apiVersion: flotilla.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: demo}\n"
+                                      "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 300\n"
+                                      "  elasticity: {minRescaleIntervalSeconds: 0, podStartTimeoutSeconds: 5}\n"
+                                      "  worker: {image: w, data: "
+                                   << (dir_ / "data.txt").string() << "}\n  checkpoint: {path: "
+                                   << (dir_ / "ckpt").string() << "}\n";
+  ASSERT_EQ(kubectl("apply -f " + (dir_ / "job.yaml").string()).exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Running"; }, 60s)) << field(".status") << events();
+  ASSERT_EQ(kubectl("uncordon n1").exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
+                                                                                     << events();
+  const auto status = nlohmann::json::parse(field(""))["status"];
+  ASSERT_EQ(status["unavailableNodes"].size(), 1u) << status.dump() << "\n" << events();
+  EXPECT_EQ(status["unavailableNodes"][0].value("node", ""), "n1");
+  EXPECT_NE(status["unavailableNodes"][0].value("message", "").find("(Pending: ContainerCreating) did not start in 5 s"),
+            std::string::npos)
+      << status.dump();
+  EXPECT_NE(events().find("PodStartTimeout"), std::string::npos) << events();
+  for (const auto& pod : status["plan"]["pods"]) EXPECT_EQ(pod.value("node", ""), "n0") << status.dump();
+  EXPECT_EQ(status.value("failures", nlohmann::json::object()).value("consecutive", 0), 0)
+      << "a pod that did not start is not a worker failure";
+  flotilla::kube::net::ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(up_state().value("metricsPort", 0));
+  std::string error;
+  auto metrics = flotilla::kube::net::HttpClient::create(config, &error);
+  ASSERT_TRUE(metrics) << error;
+  const auto scrape = metrics->get("/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.error;
+  EXPECT_NE(scrape.response.body.find("\nflotilla_pod_start_timeouts_total 1\n"), std::string::npos)
+      << scrape.response.body;
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(300)) << "the loss log differs from an uninterrupted run";
+}
+
 // A data file that does not exist, on a world that spans two pods (so only the operator can
 // relaunch it): the relaunches back off 1, 2 and 4 s, the 4th failure in a row without a step
 // (spec.backoffLimit's default, 3) fails the job with the sidecar's line naming the file, and no

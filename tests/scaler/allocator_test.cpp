@@ -206,3 +206,30 @@ TEST(Allocator, AllowedTypesLimitWhatAJobCanTake) {
   EXPECT_EQ(of(ds, "a100-only").action, fs::AllocAction::kWait);  // only 2 A100s free
   EXPECT_EQ(of(ds, "any").action, fs::AllocAction::kAdmit);       // backfills on V100s
 }
+
+// GPUs free on nodes a job's pods could not start on (operator/unavailable_nodes.h) are not the
+// job's: it is not grown onto them, nor admitted on them, while another job may take them.
+TEST(Allocator, GpusAJobMustNotUseAreLeftToOthers) {
+  const auto t = table();
+  fs::AllocatorInput in;
+  in.free_gpus_by_type = {{"A100-80", 6}};
+  auto r = job("r", true, 2, &t);
+  r.unusable_free_gpus_by_type = {{"A100-80", 4}};
+  in.jobs = {r};
+  auto ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kGrow);
+  EXPECT_EQ(of(ds, "r").target_gpus, 4) << "2 held + the 2 free it may use (6 free, 4 of them not its)";
+  r.unusable_free_gpus_by_type = {{"A100-80", 6}, {"V100-16", 3}};
+  in.jobs = {r};
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kKeep);
+  // A waiting job with the same exclusion waits; the next in line is admitted on those GPUs.
+  auto w = job("w", false, 2, &t, 0, 1);
+  w.unusable_free_gpus_by_type = {{"A100-80", 5}};
+  in.jobs = {w, job("next", false, 6, &t, 0, 2)};
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "w").action, fs::AllocAction::kWait);
+  EXPECT_EQ(of(ds, "w").reason.rfind("needs 2 GPUs, 1 free of its types", 0), 0u) << of(ds, "w").reason;
+  EXPECT_EQ(of(ds, "next").action, fs::AllocAction::kAdmit);
+  EXPECT_EQ(of(ds, "next").target_gpus, 6);
+}
