@@ -15,8 +15,8 @@
 // between the clock and the waiter (which would invert lock order).
 #include <chrono>
 #include <condition_variable>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>

@@ -5,11 +5,11 @@
 #include <map>
 #include <set>
 
+#include "kube/clock.h"
 #include "operator/crash_loop.h"
 #include "operator/decision_history.h"
 #include "operator/memory_headroom.h"
 #include "operator/unavailable_nodes.h"
-#include "kube/clock.h"
 
 namespace flotilla::op {
 namespace {
@@ -253,8 +253,8 @@ bool act_on(Context& c, const PlanOutcome& outcome, std::int64_t epoch, bool old
       message += " (planned with the memory headroom the job's workers showed, per rank: " + c.headroom.summary() +
                  "; status.memoryHeadroom)";
     if (!c.unavailable.empty())
-      message += " (leaving out nodes its pods could not start on: " + c.unavailable.summary() +
-                 "; status.unavailableNodes)";
+      message +=
+          " (leaving out nodes its pods could not start on: " + c.unavailable.summary() + "; status.unavailableNodes)";
     const bool repeated = condition_says(c, "Planned", false, outcome.reason, message);
     condition(c, "Planned", false, outcome.reason, message);
     if (!repeated) event(c, "Warning", outcome.reason, message);
@@ -289,11 +289,11 @@ bool plan_and_act(Context& c, const std::optional<JobPlan>& previous, int target
 
 // Why a plan pod is not up yet, for conditions and events; "" when its sidecar has reported.
 std::string why_not_started(const PlanPod& pod, const PodObservation* p) {
-  if (p == nullptr)
-    return "not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " + pod.node;
+  if (p == nullptr) return "not created yet: waiting for " + std::to_string(pod.gpus) + " GPUs on " + pod.node;
   if (p->report) return "";
   if (p->phase == "Pending")
-    return "Pending: " + (p->waiting_reason.empty() ? std::string("its containers have not started") : p->waiting_reason);
+    return "Pending: " +
+           (p->waiting_reason.empty() ? std::string("its containers have not started") : p->waiting_reason);
   return "its sidecar has not reported";
 }
 
@@ -318,7 +318,7 @@ std::vector<std::string> not_at_barrier(const Context& c, const JobPlan& plan) {
     } else if (!report_is(p, plan.epoch, {PodState::kStopped, PodState::kWaiting})) {
       const std::string not_started = why_not_started(pod, p);
       waiting.push_back(pod.name + " (" +
-                        (!not_started.empty()                                 ? not_started
+                        (!not_started.empty() ? not_started
                          : p->report->epoch == plan.epoch
                              ? std::string(to_string(p->report->state))
                              : "its sidecar is still on epoch " + std::to_string(p->report->epoch)) +
@@ -331,67 +331,98 @@ std::vector<std::string> not_at_barrier(const Context& c, const JobPlan& plan) {
   return waiting;
 }
 
-// One Pending pod must not hold the others hostage (DESIGN.md). Once the plan's pods were asked
-// to start spec.elasticity.podStartTimeoutSeconds ago (status.lastRescaleTime), if some sidecars
-// are up and others never reported, the job is re-planned on what started, and the nodes of the
-// pods that did not are left out of its plans for kUnavailableNodeSeconds (status.unavailableNodes;
-// the allocator does not grow the job onto them either). A pod with any report has a live
-// sidecar (it may still be stopping old workers within their grace) and is not stuck. When none
-// started (an image no node can pull) or nothing fits without them, the job keeps waiting: a plan
-// elsewhere would meet the same cause, or there is no elsewhere; so it does when fewer GPUs
-// than resources.minGPUs would be left. True: it re-planned. Otherwise
-// `note` says what bounds the wait, for the Running condition.
+// True when the job's own pods outside `plan` still hold GPUs on `node` (an old pod stopping its
+// workers within their grace, or terminating): a new plan pod there waits for them, not for
+// the node.
+bool own_old_pod_on(const Context& c, const JobPlan& plan, const std::string& node) {
+  for (const PodObservation& p : c.job.pods) {
+    if (p.node != node || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    const bool in_plan =
+        std::any_of(plan.pods.begin(), plan.pods.end(), [&](const PlanPod& q) { return q.name == p.name; });
+    if (!in_plan || p.deleting) return true;
+  }
+  return false;
+}
+
+// When a plan pod that has not started began waiting (RFC 3339), or "" when it is not stuck:
+// it has reported (its sidecar is up, perhaps still stopping old workers within their grace);
+// it is not created because the job's own old pod still holds its node, or because the node
+// has room now (converge() creates it in this reconcile); a pod exists since its creation,
+// a missing one since the plan.
+std::string waiting_since(const Context& c, const JobPlan& plan, const PlanPod& pod, const PodObservation* p) {
+  const std::string planned = c.status.value("lastRescaleTime", "");
+  if (p != nullptr) return p->report ? "" : !p->created.empty() ? p->created : planned;
+  if (own_old_pod_on(c, plan, pod.node)) return "";
+  const NodeView* node = c.job.cluster->find(pod.node);
+  if (node != nullptr && node->healthy && node->gpus - node->held() >= pod.gpus) return "";
+  return planned;
+}
+
+// One Pending pod must not hold the others hostage (DESIGN.md). A plan pod that has not started
+// spec.elasticity.podStartTimeoutSeconds after it began waiting (waiting_since()), while other
+// pods' sidecars are up, is left behind: the job is re-planned without its node, which stays out
+// of the job's plans (status.unavailableNodes, unavailable_nodes.h; the allocator does not grow
+// the job onto it either). It keeps waiting, with `note` saying why or until when, for the
+// Running condition, when no pod has started (an image no node can pull: a plan elsewhere would
+// meet the same cause), or when the plan without the stuck nodes would fit nowhere or use fewer
+// GPUs than resources.minGPUs. True: it re-planned.
 bool leave_unstarted_pods_behind(Context& c, const JobPlan& plan, std::string& note) {
   const int timeout_s = c.job.spec.pod_start_timeout_seconds;
-  const std::optional<double> asked_s = kube::rfc3339_seconds(c.status.value("lastRescaleTime", ""));
   const std::optional<double> now_s = kube::rfc3339_seconds(c.job.now);
-  if (timeout_s <= 0 || !asked_s || !now_s) return false;
-  std::vector<std::pair<const PlanPod*, std::string>> stuck;  // with why
+  if (timeout_s <= 0 || !now_s) return false;
+  std::vector<std::pair<const PlanPod*, std::string>> stuck;  // timed out, with why
+  std::optional<double> next_deadline_s;
+  bool any_started = false;
   int stuck_gpus = 0;
-  for (const PlanPod& pod : plan.pods)
-    if (std::string why = why_not_started(pod, find_pod(c.job, pod.name)); !why.empty()) {
-      stuck.emplace_back(&pod, std::move(why));
-      stuck_gpus += pod.gpus;
+  for (const PlanPod& pod : plan.pods) {
+    const PodObservation* p = find_pod(c.job, pod.name);
+    any_started = any_started || (p != nullptr && p->report);
+    const std::optional<double> since_s = kube::rfc3339_seconds(waiting_since(c, plan, pod, p));
+    if (!since_s) continue;
+    if (*since_s + timeout_s > *now_s) {
+      next_deadline_s = std::min(next_deadline_s.value_or(*since_s + timeout_s), *since_s + timeout_s);
+      continue;
     }
-  if (stuck.empty()) return false;
-  const double left_s = *asked_s + timeout_s - *now_s;
-  if (stuck.size() == plan.pods.size()) {
-    if (left_s <= 0)
-      note = "; no pod of this epoch has started in " + std::to_string(timeout_s) +
-             " s, so there is nothing to re-plan around: look at the pods (kubectl describe pod)";
+    stuck.emplace_back(&pod, why_not_started(pod, p));
+    stuck_gpus += pod.gpus;
+  }
+  const std::string timeout = std::to_string(timeout_s) + " s";
+  if (!any_started) {
+    if (!stuck.empty())
+      note = "; no pod of this epoch has started in " + timeout +
+             ", so there is nothing to re-plan around: look at the pods (kubectl describe pod)";
     return false;
   }
-  if (plan.gpus - stuck_gpus < c.job.spec.min_gpus) {
-    if (left_s <= 0)
-      note = "; without the pods that have not started, fewer GPUs than resources.minGPUs (" +
-             std::to_string(c.job.spec.min_gpus) + ") would be left, so it waits for them";
+  if (stuck.empty()) {
+    if (next_deadline_s) {
+      c.actions.requeue_after_seconds = *next_deadline_s - *now_s;
+      note = "; a pod not started " + timeout +
+             " after it was asked for is left behind (spec.elasticity.podStartTimeoutSeconds)";
+    }
     return false;
   }
-  if (left_s > 0) {
-    c.actions.requeue_after_seconds = left_s;
-    note = "; pods not started " + std::to_string(timeout_s) +
-           " s after the plan are left behind (spec.elasticity.podStartTimeoutSeconds)";
-    return false;
-  }
-  UnavailableNodes before = c.unavailable;
   std::string names;
-  for (const auto& [pod, why] : stuck) {
-    names += (names.empty() ? "" : ", ") + pod->name + " (" + why + ")";
-    c.unavailable.add({pod->node, "PodStartTimeout",
-                       pod->name + " (" + why + ") did not start in " + std::to_string(timeout_s) + " s",
-                       kube::rfc3339_plus_seconds(c.job.now, kUnavailableNodeSeconds)});
+  for (const auto& [pod, why] : stuck) names += (names.empty() ? "" : ", ") + pod->name + " (" + why + ")";
+  UnavailableNodes after = c.unavailable;
+  for (const auto& [pod, why] : stuck)
+    after.leave_out(pod->node, "PodStartTimeout", pod->name + " (" + why + ") did not start in " + timeout);
+  std::swap(c.unavailable, after);  // plan_for() leaves out c.unavailable
+  PlanOutcome outcome = plan_for(c, plan, plan.gpus - stuck_gpus, plan.epoch + 1);
+  std::swap(c.unavailable, after);
+  if (outcome.plan && outcome.plan->gpus < c.job.spec.min_gpus) {
+    outcome.message = "it would have " + std::to_string(outcome.plan->gpus) + " GPUs, fewer than resources.minGPUs (" +
+                      std::to_string(c.job.spec.min_gpus) + ")";
+    outcome.plan.reset();
   }
-  const PlanOutcome outcome = plan_for(c, plan, plan.gpus - stuck_gpus, plan.epoch + 1);
+  const std::string their = stuck.size() == 1 ? "its node" : "their nodes";
   if (!outcome.plan) {
-    c.unavailable = std::move(before);
-    note = "; " + names + " did not start in " + std::to_string(timeout_s) + " s, and without " +
-           (stuck.size() == 1 ? "its node" : "their nodes") + " no plan fits: " + outcome.message;
+    note = "; " + names + " did not start in " + timeout + ", and without " + their +
+           " the job cannot go on, so it waits: " + outcome.message;
     return false;
   }
-  set_unavailable(c, c.unavailable);
-  const std::string why = names + " did not start in " + std::to_string(timeout_s) + " s; re-planned without " +
-                          (stuck.size() == 1 ? "its node" : "their nodes") + " for " +
-                          std::to_string(kUnavailableNodeSeconds / 60) + " min (status.unavailableNodes)";
+  set_unavailable(c, std::move(after));
+  const std::string why = names + " did not start in " + timeout + "; re-planned without " + their +
+                          " (left out of the job's plans: " + c.unavailable.summary() + "; status.unavailableNodes)";
   act_on(c, outcome, plan.epoch + 1, true, why);
   phase(c, "Rescaling");
   condition(c, "Rescaling", true, "PodStartTimeout", why);
@@ -403,9 +434,9 @@ void waiting_for_pods(Context& c, const JobPlan& plan, const std::vector<std::st
                       const std::string& note) {
   std::string list;
   for (const std::string& w : waiting) list += (list.empty() ? "" : ", ") + w;
-  condition(c, "Running", false, "WaitingForPods",
-            "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + list +
-                note);
+  condition(
+      c, "Running", false, "WaitingForPods",
+      "epoch " + std::to_string(plan.epoch) + " starts once every pod is at the barrier; waiting for " + list + note);
 }
 
 // Every old worker stopped: the new ranks may start, unless a relaunch after a failure still
@@ -653,13 +684,15 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     write_decision(c.status, *d, plan.epoch, job.now);
     event(c, "Normal", d->reason_code, d->reason);
   }
+  // Before converge(): a pod left behind must not also be created or re-annotated for this epoch.
+  std::string note;
+  if (barrier < plan.epoch && leave_unstarted_pods_behind(c, plan, note)) return;
   converge(c, plan, barrier);
   if (barrier < plan.epoch) {
     const std::vector<std::string> waiting = not_at_barrier(c, plan);
-    std::string note;
     if (waiting.empty())
       lift_barrier_after_backoff(c, plan);
-    else if (!leave_unstarted_pods_behind(c, plan, note))
+    else
       waiting_for_pods(c, plan, waiting, note);
     return;
   }

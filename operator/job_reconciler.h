@@ -48,6 +48,7 @@ struct PodObservation {
   // waiting reason and message (ContainerCreating, ErrImagePull: ...), else the PodScheduled
   // condition's; "" when nothing says.
   std::string waiting_reason;
+  std::string created;  // metadata.creationTimestamp (RFC 3339); "" when unknown
   std::optional<PodPlan> plan;
   std::optional<PodReport> report;
 };

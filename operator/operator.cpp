@@ -65,6 +65,7 @@ PodObservation observe_pod(const Json& pod) {
   p.phase = pod.value("/status/phase"_json_pointer, std::string("Pending"));
   p.deleting = pod["metadata"].contains("deletionTimestamp");
   if (p.phase == "Pending") p.waiting_reason = waiting_reason_of(pod);
+  p.created = pod["metadata"].value("creationTimestamp", "");
   const Json annotations = pod["metadata"].value("annotations", Json::object());
   if (annotations.contains(kPlanAnnotation) && annotations[kPlanAnnotation].is_string())
     if (auto plan = parse_pod_plan(annotations[kPlanAnnotation].get<std::string>());

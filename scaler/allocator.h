@@ -17,7 +17,10 @@
 //   carries the benefit check's inputs (λ, S, T_overhead, probability).
 // Assumes: a job's table covers its GPU counts (scale_table.h); free GPUs are per GPU type,
 //   and a job may use any of its allowed types (the per-job planner chooses the exact mix).
-// Caveats: type-blind within a job's allowed set: a job admitted on "6 free GPUs of A100 or
+// Caveats: a job's unusable GPUs (unusable_free_gpus_by_type) are subtracted per type from the
+//   free pool it sees, so it is offered at most the free GPUs beyond them (conservative when
+//   another job took GPUs of that type earlier in the pass).
+//   Type-blind within a job's allowed set: a job admitted on "6 free GPUs of A100 or
 //   V100" may still fail to place a plan on them (the reconcile then reports it and the job
 //   waits for the next pass).
 #pragma once

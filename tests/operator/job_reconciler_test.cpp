@@ -961,7 +961,7 @@ TEST(JobReconciler, APodThatDoesNotStartInTimeIsLeftBehindAndItsNodeAvoided) {
   h.obs.decision = decision(fs::AllocAction::kGrow, 4, "BenefitCheckPassed");
   a = h.step();
   h.apply(a);
-  EXPECT_FALSE(h.obs.status.contains("unavailableNodes")) << "expired entries leave the status";
+  ASSERT_EQ(h.obs.status["unavailableNodes"].size(), 1u) << "remembered for an hour, no longer in force";
   EXPECT_EQ(h.epoch(), 3);
   EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 4);
 }
@@ -1023,7 +1023,7 @@ TEST(JobReconciler, AGangWithNothingToRePlanAroundKeepsWaiting) {
     EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
     message = condition_message(h.obs.status, "Running");
     EXPECT_NE(message.find(h.obs.pods[1].name + " (Pending: its containers have not started) did not start in 60 s, "
-                                                "and without its node no plan fits"),
+                                                "and without its node the job cannot go on, so it waits"),
               std::string::npos)
         << message;
   }
@@ -1052,4 +1052,53 @@ TEST(JobReconciler, APodStillStoppingOldWorkersIsNotLeftBehind) {
   EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
   const std::string message = condition_message(h.obs.status, "Running");
   EXPECT_NE(message.find("its sidecar is still on epoch 1"), std::string::npos) << message;
+}
+
+// A plan pod not created because the job's own old pod still holds its node (stopping its
+// workers at a checkpoint, which may take longer than the timeout) waits for that pod, not for
+// the node; and a missing pod whose node has room now (a restarted operator) is created, not
+// left behind.
+TEST(JobReconciler, APodWaitingForTheJobsOwnOldPodIsNotLeftBehind) {
+  Harness h;
+  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
+  h.obs.now = "2026-11-24T00:00:00Z";
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  h.obs.decision.reset();
+  ASSERT_EQ(h.obs.pods.size(), 2u);
+  h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);
+  // n1's plan pod is not created yet: the job's old pod there (another GPU count, another name)
+  // still stops its workers, half an hour on (a long stop grace), holding n1's GPUs.
+  const std::string planned = h.obs.pods[1].name;
+  h.obs.pods[1].name = "demo-n1-old";
+  h.obs.pods[1].deleting = true;
+  h.obs.pods[1].phase = "Running";
+  h.report(h.obs.pods[1], flotilla::PodState::kRunning, 0);
+  h.obs.now = "2026-11-24T00:30:00Z";
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1) << condition_message(h.obs.status, "Running");
+  EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
+  EXPECT_TRUE(a.create.empty());
+  // Gone: the plan pod is created at once, and not left behind in the same reconcile.
+  h.remove_deleted();
+  a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1);
+  ASSERT_EQ(a.create.size(), 1u);
+  EXPECT_EQ(a.create[0].pod.name, planned);
+  EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
+  // Created at 00:30: its own 60 s count from there, not from the plan.
+  for (auto& p : h.obs.pods)
+    if (p.name == planned) p.created = "2026-11-24T00:30:00Z";
+  h.obs.now = "2026-11-24T00:30:59Z";
+  a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1);
+  ASSERT_TRUE(a.requeue_after_seconds);
+  EXPECT_DOUBLE_EQ(*a.requeue_after_seconds, 1);
+  h.obs.now = "2026-11-24T00:31:00Z";
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
 }

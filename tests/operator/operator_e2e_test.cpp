@@ -127,8 +127,8 @@ TEST_F(LocalCluster, APodThatDoesNotStartIsLeftBehindAndTheJobGoesOnWithoutIt) {
                                       "spec:\n  model: small\n  globalBatchSize: 8\n  trainSteps: 300\n"
                                       "  elasticity: {minRescaleIntervalSeconds: 0, podStartTimeoutSeconds: 5}\n"
                                       "  worker: {image: w, data: "
-                                   << (dir_ / "data.txt").string() << "}\n  checkpoint: {path: "
-                                   << (dir_ / "ckpt").string() << "}\n";
+                                   << (dir_ / "data.txt").string()
+                                   << "}\n  checkpoint: {path: " << (dir_ / "ckpt").string() << "}\n";
   ASSERT_EQ(kubectl("apply -f " + (dir_ / "job.yaml").string()).exit_code, 0);
   ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Running"; }, 60s)) << field(".status") << events();
   ASSERT_EQ(kubectl("uncordon n1").exit_code, 0);
@@ -137,8 +137,9 @@ TEST_F(LocalCluster, APodThatDoesNotStartIsLeftBehindAndTheJobGoesOnWithoutIt) {
   const auto status = nlohmann::json::parse(field(""))["status"];
   ASSERT_EQ(status["unavailableNodes"].size(), 1u) << status.dump() << "\n" << events();
   EXPECT_EQ(status["unavailableNodes"][0].value("node", ""), "n1");
-  EXPECT_NE(status["unavailableNodes"][0].value("message", "").find("(Pending: ContainerCreating) did not start in 5 s"),
-            std::string::npos)
+  EXPECT_NE(
+      status["unavailableNodes"][0].value("message", "").find("(Pending: ContainerCreating) did not start in 5 s"),
+      std::string::npos)
       << status.dump();
   EXPECT_NE(events().find("PodStartTimeout"), std::string::npos) << events();
   for (const auto& pod : status["plan"]["pods"]) EXPECT_EQ(pod.value("node", ""), "n0") << status.dump();
