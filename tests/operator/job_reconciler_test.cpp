@@ -99,6 +99,15 @@ std::string condition_message(const nlohmann::json& status, const std::string& t
   return condition_of(status, type).value("message", "");
 }
 
+// A relaxed job with a 60 s pod start timeout, admitted at 00:00 on 4 GPUs: two pods, neither
+// started, the barrier below the epoch.
+void admit_with_start_timeout(Harness& h) {
+  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
+  h.obs.now = "2026-11-24T00:00:00Z";
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+}
+
 }  // namespace
 
 TEST(JobReconciler, WaitsForTheAllocatorThenPlansAndCreatesOnePodPerNode) {
@@ -908,10 +917,7 @@ TEST(JobReconciler, HeadroomLearnedForAnotherModelIsDropped) {
 // pods that did start, and its node kept out of the job's plans for 10 minutes.
 TEST(JobReconciler, APodThatDoesNotStartInTimeIsLeftBehindAndItsNodeAvoided) {
   Harness h;
-  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
-  h.obs.now = "2026-11-24T00:00:00Z";
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  h.apply(h.step());
+  admit_with_start_timeout(h);
   h.obs.decision.reset();
   ASSERT_EQ(h.obs.pods.size(), 2u);
   fo::PodObservation& up = h.obs.pods[0];
@@ -1033,10 +1039,7 @@ TEST(JobReconciler, AGangWithNothingToRePlanAroundKeepsWaiting) {
 // grace, which may be longer than the timeout): it is not stuck.
 TEST(JobReconciler, APodStillStoppingOldWorkersIsNotLeftBehind) {
   Harness h;
-  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
-  h.obs.now = "2026-11-24T00:00:00Z";
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  h.apply(h.step());
+  admit_with_start_timeout(h);
   for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kWaiting, 1);
   h.apply(h.step());
   for (auto& p : h.obs.pods) h.report(p, flotilla::PodState::kRunning, 1, 5);
@@ -1060,10 +1063,7 @@ TEST(JobReconciler, APodStillStoppingOldWorkersIsNotLeftBehind) {
 // left behind.
 TEST(JobReconciler, APodWaitingForTheJobsOwnOldPodIsNotLeftBehind) {
   Harness h;
-  h.obs.spec = spec_of(job_object(R"({"elasticity": {"mode": "relaxed", "podStartTimeoutSeconds": 60}})"));
-  h.obs.now = "2026-11-24T00:00:00Z";
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  h.apply(h.step());
+  admit_with_start_timeout(h);
   h.obs.decision.reset();
   ASSERT_EQ(h.obs.pods.size(), 2u);
   h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);

@@ -11,6 +11,21 @@
 
 using namespace operator_e2e;
 
+namespace {
+
+// The operator's /metrics page (the port `flotilla up` recorded), or why it could not be read.
+std::string operator_metrics(const nlohmann::json& up_state) {
+  flotilla::kube::net::ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(up_state.value("metricsPort", 0));
+  std::string error;
+  auto client = flotilla::kube::net::HttpClient::create(config, &error);
+  if (!client) return "no client for the operator's metrics: " + error;
+  const auto scrape = client->get("/metrics");
+  return scrape.ok() ? scrape.response.body : "scraping the operator's metrics failed: " + scrape.error;
+}
+
+}  // namespace
+
 TEST_F(LocalCluster, JobRunsFromApplyToSucceededWithEveryStepOnce) {
   apply_job(60);
   ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 90s)) << field(".status") << "\n"
@@ -145,15 +160,8 @@ TEST_F(LocalCluster, APodThatDoesNotStartIsLeftBehindAndTheJobGoesOnWithoutIt) {
   for (const auto& pod : status["plan"]["pods"]) EXPECT_EQ(pod.value("node", ""), "n0") << status.dump();
   EXPECT_EQ(status.value("failures", nlohmann::json::object()).value("consecutive", 0), 0)
       << "a pod that did not start is not a worker failure";
-  flotilla::kube::net::ClientConfig config;
-  config.server = "http://127.0.0.1:" + std::to_string(up_state().value("metricsPort", 0));
-  std::string error;
-  auto metrics = flotilla::kube::net::HttpClient::create(config, &error);
-  ASSERT_TRUE(metrics) << error;
-  const auto scrape = metrics->get("/metrics");
-  ASSERT_TRUE(scrape.ok()) << scrape.error;
-  EXPECT_NE(scrape.response.body.find("\nflotilla_pod_start_timeouts_total 1\n"), std::string::npos)
-      << scrape.response.body;
+  const std::string metrics = operator_metrics(up_state());
+  EXPECT_NE(metrics.find("\nflotilla_pod_start_timeouts_total 1\n"), std::string::npos) << metrics;
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(300)) << "the loss log differs from an uninterrupted run";
 }
 
@@ -429,14 +437,7 @@ TEST_F(OverstatedGpus, AWorkerOutOfMemoryIsLearnedAndTheJobReplannedAroundIt) {
   }
   EXPECT_EQ(status["failures"].value("consecutive", 0), 1) << "one OOM, then the re-plan ran";
   // The operator counts it for the FlotillaWorkerOutOfMemory alert.
-  flotilla::kube::net::ClientConfig config;
-  config.server = "http://127.0.0.1:" + std::to_string(up_state().value("metricsPort", 0));
-  std::string error;
-  auto metrics = flotilla::kube::net::HttpClient::create(config, &error);
-  ASSERT_TRUE(metrics) << error;
-  const auto scrape = metrics->get("/metrics");
-  ASSERT_TRUE(scrape.ok()) << scrape.error;
-  EXPECT_NE(scrape.response.body.find("\nflotilla_worker_out_of_memory_total 1\n"), std::string::npos)
-      << scrape.response.body;
+  const std::string metrics = operator_metrics(up_state());
+  EXPECT_NE(metrics.find("\nflotilla_worker_out_of_memory_total 1\n"), std::string::npos) << metrics;
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(60)) << "the loss log differs from an uninterrupted run";
 }
