@@ -1,6 +1,9 @@
 #include "operator/job_plan.h"
 
 #include <algorithm>
+#include <tuple>
+
+#include <algorithm>
 #include <map>
 
 #include "operator/megatron_launch.h"
@@ -157,6 +160,22 @@ PodPrediction JobPlan::predicted_for(const std::string& pod) const {
     if (std::find(stage.pods.begin(), stage.pods.end(), pod) != stage.pods.end())
       out.peak_bytes = std::max(out.peak_bytes, stage.predicted_peak_bytes);
   return out;
+}
+
+bool same_workers(const JobPlan& a, const JobPlan& b) {
+  const auto stage_key = [](const PlanStage& s) {
+    return std::tie(s.gpu_type, s.tp, s.first_block, s.last_block, s.pods);
+  };
+  const auto pod_key = [](const PlanPod& p) { return std::tie(p.name, p.node, p.gpu_type, p.gpus, p.ranks); };
+  if (std::tie(a.gpus, a.pp, a.dp, a.tp, a.micro_batch_size, a.micro_batches, a.virtual_shards, a.partition,
+               a.rendezvous_pod, a.megatron_args) != std::tie(b.gpus, b.pp, b.dp, b.tp, b.micro_batch_size,
+                                                              b.micro_batches, b.virtual_shards, b.partition,
+                                                              b.rendezvous_pod, b.megatron_args))
+    return false;
+  return std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(),
+                    [&](const PlanStage& x, const PlanStage& y) { return stage_key(x) == stage_key(y); }) &&
+         std::equal(a.pods.begin(), a.pods.end(), b.pods.begin(), b.pods.end(),
+                    [&](const PlanPod& x, const PlanPod& y) { return pod_key(x) == pod_key(y); });
 }
 
 std::string JobPlan::summary() const {

@@ -119,6 +119,11 @@ PlanOutcome plan_job(const JobSpec& spec, const planner::ClusterSpec& cluster, c
 PlanOutcome plan_from_placed(const JobSpec& spec, const planner::PlaceResult& placed, const PlanConstraints& limits,
                              std::int64_t epoch);
 
+// True when every worker would run the same under `a` as under `b`: the same pods on the same
+// nodes with the same ranks, layout, layer split and batch geometry (epoch, barrier and
+// predictions aside). A new epoch for such a plan would restart every worker for nothing.
+bool same_workers(const JobPlan& a, const JobPlan& b);
+
 // What one pod runs under `plan` (barrier: the epoch its workers may start from).
 PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& pod, std::int64_t barrier);
 

@@ -573,6 +573,23 @@ void learn_out_of_memory(Context& c, const JobPlan& plan, const std::vector<cons
   set_headroom(c, std::move(headroom));
 }
 
+// The allocator counts free GPUs by type, not where they are or whether they help the job (a
+// slower type that adds nothing, GPUs the placement cannot use): a scale-up it grants may plan
+// to exactly the running plan. Relaunching that would restart every worker for nothing, and again
+// after each minimum interval; the job keeps its plan, and says so once.
+void decline_scale_up(Context& c, const scaler::AllocatorDecision& d, const JobPlan& plan) {
+  scaler::AllocatorDecision keep = d;
+  keep.action = scaler::AllocAction::kKeep;
+  keep.target_gpus = plan.gpus;
+  keep.reason_code = "NoBetterPlan";
+  keep.reason = "keep: a scale-up to " + std::to_string(d.target_gpus) +
+                " GPUs was granted, but the best plan on the GPUs free to the job is the one it runs (" +
+                plan.summary() + " on " + std::to_string(plan.gpus) + " GPUs), so no worker is restarted";
+  if (c.status.value("lastDecision", Json::object()).value("reason", "") == keep.reason) return;
+  write_decision(c.status, keep, plan.epoch, c.job.now);
+  event(c, "Normal", keep.reason_code, keep.reason);
+}
+
 void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   const JobObservation& job = c.job;
   // Lost pods, a changed target, or a pod that failed: a new epoch.
@@ -629,9 +646,19 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     return;
   }
   const int target = d != nullptr && d->target_gpus > 0 ? d->target_gpus : plan.gpus - lost;
-  const bool resize = d != nullptr &&
-                      (d->action == scaler::AllocAction::kGrow || d->action == scaler::AllocAction::kShrink) &&
-                      d->target_gpus != plan.gpus;
+  bool resize = d != nullptr &&
+                (d->action == scaler::AllocAction::kGrow || d->action == scaler::AllocAction::kShrink) &&
+                d->target_gpus != plan.gpus;
+  // A scale-up alone is planned once, here: when its best plan is the one the job runs, it is
+  // declined instead of restarting every worker for nothing (decline_scale_up()).
+  std::optional<PlanOutcome> scale_up;
+  if (resize && d->action == scaler::AllocAction::kGrow && lost == 0 && !failed && changed.empty()) {
+    scale_up = plan_for(c, plan, target, plan.epoch + 1);
+    if (scale_up->plan && same_workers(*scale_up->plan, plan)) {
+      decline_scale_up(c, *d, plan);
+      resize = false;
+    }
+  }
   if (lost > 0 || failed || resize || !changed.empty()) {
     std::int64_t backoff_s = 0;
     if ((failed || !pod_failure.empty()) && !node_lost) {
@@ -651,7 +678,10 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     const int max_gpus = lost > 0 ? std::min(target, plan.gpus - lost) : (resize ? target : plan.gpus);
     const bool only_spec = lost == 0 && !failed && !resize;
     const std::string failure_context = only_spec ? "the spec change (" + changed + ") cannot be planned: " : "";
-    if (max_gpus <= 0 || !plan_and_act(c, plan, max_gpus, plan.epoch + 1, true, why, failure_context)) {
+    const bool acted =
+        scale_up ? act_on(c, *scale_up, plan.epoch + 1, true, why, failure_context)
+                 : max_gpus > 0 && plan_and_act(c, plan, max_gpus, plan.epoch + 1, true, why, failure_context);
+    if (!acted) {
       if (lost > 0 || failed) {  // cannot run on what is left: back to the queue
         phase(c, "Pending");
         Json p = c.status["plan"];

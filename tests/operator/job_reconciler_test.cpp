@@ -1102,3 +1102,41 @@ TEST(JobReconciler, APodWaitingForTheJobsOwnOldPodIsNotLeftBehind) {
   EXPECT_EQ(h.epoch(), 2);
   EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
 }
+
+// The allocator counts free GPUs by type, not whether they help: a granted scale-up whose best
+// plan is the running one is declined, once, with no new epoch (before, every worker restarted
+// for nothing, again after each minimum interval); once GPUs that help are free, it grows.
+TEST(JobReconciler, AScaleUpToTheSamePlanIsDeclinedWithoutARestart) {
+  Harness h;
+  h.cluster.nodes = {node("n0", 2)};
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 1u);
+  h.report(h.obs.pods[0], flotilla::PodState::kRunning, 1, 5);
+  h.obs.decision.reset();
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Running");
+  h.obs.decision = decision(fs::AllocAction::kGrow, 4, "BenefitCheckPassed");
+  auto a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1) << "the GPUs free to it are the ones it holds: nothing to restart for";
+  EXPECT_EQ(h.phase(), "Running");
+  EXPECT_TRUE(a.create.empty() && a.remove.empty() && a.annotate.empty());
+  const auto last = h.obs.status["lastDecision"];
+  EXPECT_EQ(last.value("action", ""), "keep") << last.dump();
+  EXPECT_NE(last.value("reason", "")
+                .find("a scale-up to 4 GPUs was granted, but the best plan on the GPUs free to "
+                      "the job is the one it runs"),
+            std::string::npos)
+      << last.dump();
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].reason, "NoBetterPlan");
+  a = h.step();
+  EXPECT_TRUE(a.events.empty()) << "said once";
+  EXPECT_FALSE(a.status) << "nothing changed";
+  // A node that helps joins: the same decision now grows the job.
+  h.cluster.nodes.push_back(node("n1", 2));
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 2);
+  EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 4);
+}
