@@ -191,7 +191,7 @@ void read_policy(SpecReader& r, JobSpec& s, const PolicyDefaults& d) {
       static_cast<double>(r.integer("elasticity.windowSeconds", static_cast<std::int64_t>(d.window_seconds), 1));
   s.min_rescale_interval_seconds = static_cast<double>(r.integer(
       "elasticity.minRescaleIntervalSeconds", static_cast<std::int64_t>(d.min_rescale_interval_seconds), 0));
-  s.pod_start_timeout_seconds = r.int32("elasticity.podStartTimeoutSeconds", 600, 0);
+  s.pod_start_timeout_seconds = r.int32("elasticity.podStartTimeoutSeconds", d.pod_start_timeout_seconds, 0);
   s.priority = r.int32("priority", 0, -1000000000);
   s.backoff_limit = r.int32("backoffLimit", 3, 0);
 }

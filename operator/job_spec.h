@@ -90,6 +90,7 @@ struct PolicyDefaults {
   double benefit_threshold = 0.6;
   double window_seconds = 28800;
   double min_rescale_interval_seconds = 60;
+  int pod_start_timeout_seconds = 600;
 };
 
 std::variant<JobSpec, std::string> parse_job_spec(const nlohmann::json& object, const PolicyDefaults& defaults = {});

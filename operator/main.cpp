@@ -14,6 +14,8 @@
 //   --benefit-threshold P    P_th of the Poisson benefit check, in [0, 1] (default 0.6)
 //   --arrival-window-seconds N   window λ is measured over (default 28800)
 //   --min-rescale-interval-seconds N   anti-thrash interval (default 60)
+//   --pod-start-timeout-seconds N      how long a gang waits for a pod that does not start (default
+//                                      600; 0: as long as it takes)
 #include <signal.h>
 #include <unistd.h>
 
@@ -48,6 +50,7 @@ struct Flags {
   bool benefit_check = true;
   bool preemption = true;
   std::string benefit_threshold, arrival_window_seconds, min_rescale_interval_seconds, restart_overhead_seconds;
+  std::string pod_start_timeout_seconds;
 };
 
 // A number flag in [min, max]; false (and a usage line) when it is not one.
@@ -65,8 +68,10 @@ int usage(const std::string& why) {
   std::fprintf(stderr,
                "flotilla-operator: %s\nusage: flotilla-operator [--kubeconfig FILE] [--namespace NS] "
                "[--metrics-addr HOST:PORT] [--health-addr HOST:PORT] [--leader-elect] [--lease-name N] "
-               "[--lease-namespace NS] [--sidecar-command CMD] [--worker-service-account NAME] [--gpu-catalog FILE] [--no-benefit-check] [--no-preemption] "
+               "[--lease-namespace NS] [--sidecar-command CMD] [--worker-service-account NAME] [--gpu-catalog FILE] "
+               "[--no-benefit-check] [--no-preemption] "
                "[--benefit-threshold P] [--arrival-window-seconds N] [--min-rescale-interval-seconds N]\n"
+               "       [--pod-start-timeout-seconds N]\n"
                "       [--restart-overhead-seconds S (default 30: the benefit check's T_overhead)]\n",
                why.c_str());
   return 2;
@@ -139,12 +144,14 @@ int main(int argc, char** argv) {
     } else if ((a == "--benefit-threshold" && value(f.benefit_threshold)) ||
                (a == "--arrival-window-seconds" && value(f.arrival_window_seconds)) ||
                (a == "--min-rescale-interval-seconds" && value(f.min_rescale_interval_seconds)) ||
+               (a == "--pod-start-timeout-seconds" && value(f.pod_start_timeout_seconds)) ||
                (a == "--restart-overhead-seconds" && value(f.restart_overhead_seconds))) {
     } else if ((a == "--kubeconfig" && value(f.kubeconfig)) || (a == "--namespace" && value(f.ns)) ||
                (a == "--metrics-addr" && value(f.metrics_addr)) || (a == "--health-addr" && value(f.health_addr)) ||
                (a == "--lease-name" && value(f.lease_name)) || (a == "--lease-namespace" && value(f.lease_namespace)) ||
                (a == "--sidecar-command" && value(f.sidecar_command)) ||
-               (a == "--worker-service-account" && value(f.worker_service_account)) || (a == "--gpu-catalog" && value(f.catalog))) {
+               (a == "--worker-service-account" && value(f.worker_service_account)) ||
+               (a == "--gpu-catalog" && value(f.catalog))) {
     } else {
       return usage("unknown or incomplete flag '" + a + "'");
     }
@@ -166,6 +173,13 @@ int main(int argc, char** argv) {
       !parse_number(f.min_rescale_interval_seconds, 0, 1e9, options.policy.min_rescale_interval_seconds))
     return usage("--min-rescale-interval-seconds '" + f.min_rescale_interval_seconds +
                  "' is not a number of seconds >= 0");
+  if (!f.pod_start_timeout_seconds.empty()) {
+    double seconds = 0;
+    if (!parse_number(f.pod_start_timeout_seconds, 0, 1e9, seconds) || seconds != static_cast<int>(seconds))
+      return usage("--pod-start-timeout-seconds '" + f.pod_start_timeout_seconds +
+                   "' is not a whole number of seconds >= 0");
+    options.policy.pod_start_timeout_seconds = static_cast<int>(seconds);
+  }
   options.arrival_window_s = options.policy.window_seconds;
   if (!f.restart_overhead_seconds.empty() &&
       !parse_number(f.restart_overhead_seconds, 0.001, 1e9, options.restart_overhead_s))

@@ -86,6 +86,7 @@ TEST_F(TrainingJobCrd, DefaultsFillWhatTheManifestLeavesOut) {
   EXPECT_FALSE(spec["elasticity"].contains("benefitThreshold"));
   EXPECT_FALSE(spec["elasticity"].contains("windowSeconds"));
   EXPECT_FALSE(spec["elasticity"].contains("minRescaleIntervalSeconds"));
+  EXPECT_FALSE(spec["elasticity"].contains("podStartTimeoutSeconds"));
   EXPECT_EQ(spec["resources"]["minGPUs"], 1);
   EXPECT_EQ(spec["objective"], "throughput");
   EXPECT_EQ(spec["priority"], 0);

@@ -135,6 +135,7 @@ TEST_F(HelmChart, DefaultsRunOneLeaderElectedHardenedOperator) {
   EXPECT_TRUE(has(args, "--benefit-threshold=0.6"));
   EXPECT_TRUE(has(args, "--arrival-window-seconds=28800"));
   EXPECT_TRUE(has(args, "--min-rescale-interval-seconds=60"));
+  EXPECT_TRUE(has(args, "--pod-start-timeout-seconds=600"));
   EXPECT_FALSE(has(args, "--no-preemption"));
 }
 
@@ -301,9 +302,9 @@ TEST_F(HelmChart, ScalingPolicyCatalogAndWatchedNamespaceReachTheOperator) {
   const Rendered r = render_ok(values("policy.yaml"));
   const Json d = r.find("Deployment");
   const auto args = args_of(d);
-  for (const char* flag :
-       {"--benefit-threshold=0.8", "--arrival-window-seconds=3600", "--min-rescale-interval-seconds=300",
-        "--no-preemption", "--namespace=team-a", "--gpu-catalog=/etc/flotilla/gpu-catalog.yaml"})
+  for (const char* flag : {"--benefit-threshold=0.8", "--arrival-window-seconds=3600",
+                           "--min-rescale-interval-seconds=300", "--pod-start-timeout-seconds=1800", "--no-preemption",
+                           "--namespace=team-a", "--gpu-catalog=/etc/flotilla/gpu-catalog.yaml"})
     EXPECT_TRUE(has(args, flag)) << flag;
   const Json cm = r.find("ConfigMap", "flotilla-gpu-catalog");
   ASSERT_FALSE(cm.is_null());

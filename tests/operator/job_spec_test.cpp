@@ -42,15 +42,19 @@ TEST(JobSpec, UnsetElasticityFieldsTakeTheClusterPolicyAndSetOnesWin) {
   cluster.benefit_threshold = 0.9;
   cluster.window_seconds = 600;
   cluster.min_rescale_interval_seconds = 300;
+  cluster.pod_start_timeout_seconds = 1800;
   fo::JobSpec s = std::get<fo::JobSpec>(fo::parse_job_spec(job, cluster));
   EXPECT_EQ(s.benefit_threshold, 0.9);
   EXPECT_EQ(s.window_seconds, 600);
   EXPECT_EQ(s.min_rescale_interval_seconds, 300);
+  EXPECT_EQ(s.pod_start_timeout_seconds, 1800);
   job["spec"]["elasticity"]["benefitThreshold"] = 0.25;
   job["spec"]["elasticity"]["minRescaleIntervalSeconds"] = 5;
+  job["spec"]["elasticity"]["podStartTimeoutSeconds"] = 0;
   s = std::get<fo::JobSpec>(fo::parse_job_spec(job, cluster));
   EXPECT_EQ(s.benefit_threshold, 0.25);
   EXPECT_EQ(s.min_rescale_interval_seconds, 5);
+  EXPECT_EQ(s.pod_start_timeout_seconds, 0);
   // Without flags: FlexTrain's P_th 0.6, 8 h, 60 s.
   s = std::get<fo::JobSpec>(fo::parse_job_spec(job_object(R"({"elasticity": {"minRescaleIntervalSeconds": null}})")));
   EXPECT_EQ(s.window_seconds, 28800);
