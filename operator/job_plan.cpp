@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <tuple>
 
-#include <algorithm>
 #include <map>
 
 #include "operator/megatron_launch.h"

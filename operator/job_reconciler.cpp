@@ -272,6 +272,7 @@ bool act_on(Context& c, const PlanOutcome& outcome, std::int64_t epoch, bool old
   status_plan["barrier"] = barrier;
   c.status["plan"] = status_plan;
   c.status["lastRescaleTime"] = c.job.now;
+  c.status.erase("declinedScaleUp");
   condition(c, "Planned", true, "Planned",
             plan.summary() + " on " + std::to_string(plan.gpus) + " GPUs, predicted " +
                 std::to_string(static_cast<long long>(plan.tokens_per_second)) + " tokens/s");
@@ -576,8 +577,16 @@ void learn_out_of_memory(Context& c, const JobPlan& plan, const std::vector<cons
 // The allocator counts free GPUs by type, not where they are or whether they help the job (a
 // slower type that adds nothing, GPUs the placement cannot use): a scale-up it grants may plan
 // to exactly the running plan. Relaunching that would restart every worker for nothing, and again
-// after each minimum interval; the job keeps its plan, and says so once.
+// after each minimum interval; the job keeps its plan, and says so once. status.declinedScaleUp
+// records it with the free GPUs it was judged on: while the plan and those are unchanged, the
+// allocator offers the job no scale-up (which would keep the GPUs from other jobs' scale-ups
+// every pass) and the reconcile does not plan the same one again.
+Json declined_scale_up(const Context& c, const JobPlan& plan, int target_gpus) {
+  return {{"epoch", plan.epoch}, {"targetGpus", target_gpus}, {"freeGpus", c.job.cluster->free_by_type()}};
+}
+
 void decline_scale_up(Context& c, const scaler::AllocatorDecision& d, const JobPlan& plan) {
+  c.status["declinedScaleUp"] = declined_scale_up(c, plan, d.target_gpus);
   scaler::AllocatorDecision keep = d;
   keep.action = scaler::AllocAction::kKeep;
   keep.target_gpus = plan.gpus;
@@ -652,7 +661,10 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   // A scale-up alone is planned once, here: when its best plan is the one the job runs, it is
   // declined instead of restarting every worker for nothing (decline_scale_up()).
   std::optional<PlanOutcome> scale_up;
-  if (resize && d->action == scaler::AllocAction::kGrow && lost == 0 && !failed && changed.empty()) {
+  if (resize && d->action == scaler::AllocAction::kGrow && lost == 0 && !failed && changed.empty() &&
+      c.status.value("declinedScaleUp", Json()) == declined_scale_up(c, plan, target)) {
+    resize = false;  // declined already, and nothing it was judged on changed
+  } else if (resize && d->action == scaler::AllocAction::kGrow && lost == 0 && !failed && changed.empty()) {
     scale_up = plan_for(c, plan, target, plan.epoch + 1);
     if (scale_up->plan && same_workers(*scale_up->plan, plan)) {
       decline_scale_up(c, *d, plan);

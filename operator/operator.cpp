@@ -305,6 +305,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   std::vector<double> job_window_s;     // per input.jobs entry: spec.elasticity.windowSeconds
   scaler::AllocatorInput input;
   input.free_gpus_by_type = view.free_by_type();
+  const std::map<std::string, int>& free_by_type = input.free_gpus_by_type;
   input.use_benefit_check = options_.use_benefit_check;
   input.allow_preemption = options_.allow_preemption;
   std::map<std::string, std::int64_t> basis_epoch;  // the plan epoch each decision was made on
@@ -364,6 +365,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
         if (pod_alive) alive += pod.gpus;
       }
       a.gpus_alive = alive;
+      if (const Json declined = status.value("declinedScaleUp", Json()); declined.is_object())
+        a.may_grow = declined.value("epoch", std::int64_t{-1}) != plan->epoch ||
+                     declined.value("freeGpus", Json()) != Json(free_by_type);
       if (status.contains("lastRescaleTime"))
         a.seconds_since_rescale = now_s() - seconds_of(status.value("lastRescaleTime", ""));
     }

@@ -184,7 +184,8 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
   if (waiting == 0) {
     std::vector<const AllocatorJob*> growers;
     for (const AllocatorJob* j : order)
-      if (j->running && j->elastic && j->table != nullptr && decided[j->key].action == AllocAction::kKeep)
+      if (j->running && j->elastic && j->may_grow && j->table != nullptr &&
+          decided[j->key].action == AllocAction::kKeep)
         growers.push_back(j);
     std::stable_sort(growers.begin(), growers.end(),
                      [](const AllocatorJob* a, const AllocatorJob* b) { return a->current_gpus < b->current_gpus; });

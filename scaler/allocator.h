@@ -53,6 +53,10 @@ struct AllocatorJob {
   // operator/unavailable_nodes.h): another job may take them, this one is never admitted or
   // grown onto them.
   std::map<std::string, int> unusable_free_gpus_by_type;
+  // false: offered no scale-up (its last one planned to the plan it runs, and neither its plan
+  // nor the free GPUs changed since: operator status.declinedScaleUp), so the free GPUs go to
+  // other jobs' scale-ups.
+  bool may_grow = true;
   double overhead_s = 30;              // restart overhead of a rescale
   double seconds_since_rescale = std::numeric_limits<double>::infinity();
   double min_rescale_interval_s = 0;

@@ -1131,6 +1131,10 @@ TEST(JobReconciler, AScaleUpToTheSamePlanIsDeclinedWithoutARestart) {
       << last.dump();
   ASSERT_EQ(a.events.size(), 1u);
   EXPECT_EQ(a.events[0].reason, "NoBetterPlan");
+  // Recorded with what it was judged on, for the allocator (which then offers the job no
+  // scale-up while these hold) and for the next reconcile (which does not plan it again).
+  EXPECT_EQ(h.obs.status["declinedScaleUp"],
+            nlohmann::json::parse(R"({"epoch": 1, "targetGpus": 4, "freeGpus": {"emu-slow": 0}})"));
   a = h.step();
   EXPECT_TRUE(a.events.empty()) << "said once";
   EXPECT_FALSE(a.status) << "nothing changed";
@@ -1139,4 +1143,5 @@ TEST(JobReconciler, AScaleUpToTheSamePlanIsDeclinedWithoutARestart) {
   h.apply(h.step());
   EXPECT_EQ(h.epoch(), 2);
   EXPECT_EQ(h.obs.status["plan"].value("gpus", 0), 4);
+  EXPECT_FALSE(h.obs.status.contains("declinedScaleUp")) << "a new plan clears it";
 }

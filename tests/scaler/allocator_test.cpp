@@ -233,3 +233,23 @@ TEST(Allocator, GpusAJobMustNotUseAreLeftToOthers) {
   EXPECT_EQ(of(ds, "next").action, fs::AllocAction::kAdmit);
   EXPECT_EQ(of(ds, "next").target_gpus, 6);
 }
+
+// A job whose last granted scale-up planned to the plan it runs (may_grow false: the operator's
+// status.declinedScaleUp) is offered none, so the free GPUs go to the next grower instead of
+// being held back by it every pass.
+TEST(Allocator, AJobThatDeclinedAScaleUpLeavesTheFreeGpusToOthers) {
+  const auto t = table();
+  fs::AllocatorInput in;
+  in.free_gpus_by_type = {{"A100-80", 2}};
+  auto declined = job("declined", true, 2, &t);
+  auto other = job("other", true, 4, &t, 0, 1);
+  in.jobs = {declined, other};
+  auto ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "declined").action, fs::AllocAction::kGrow) << "fewest GPUs first";
+  EXPECT_EQ(of(ds, "other").action, fs::AllocAction::kKeep);
+  in.jobs[0].may_grow = false;
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "declined").action, fs::AllocAction::kKeep);
+  EXPECT_EQ(of(ds, "other").action, fs::AllocAction::kGrow);
+  EXPECT_EQ(of(ds, "other").target_gpus, 6);
+}
