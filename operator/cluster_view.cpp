@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/pod_plan.h"
 #include "kube/object.h"
 
 namespace flotilla::op {
@@ -13,6 +14,12 @@ int quantity(const Json& v) {
   if (v.is_number_integer()) return v.get<int>();
   if (v.is_string()) return std::atoi(v.get<std::string>().c_str());
   return 0;
+}
+
+// A status written by hand may hold anything: a field of the wrong type reads as absent.
+std::string string_at(const Json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 bool node_healthy(const Json& node) {
@@ -40,10 +47,48 @@ const NodeView* ClusterView::find(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// What a live job's pods of its plan's epoch or later hold on the node.
+int staying_since(const NodeView& node, const std::string& job, std::int64_t epoch) {
+  auto it = node.staying_by_job_epoch.find(job);
+  if (it == node.staying_by_job_epoch.end()) return 0;
+  int n = 0;
+  for (auto e = it->second.lower_bound(epoch); e != it->second.end(); ++e) n += e->second;
+  return n;
+}
+
+int value_or_zero(const std::map<std::string, int>& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+int ClusterView::taken(const NodeView& node) const {
+  int n = 0;
+  for (const auto& [job, gpus] : node.held_by_job)
+    if (auto live = planned_jobs.find(job); live == planned_jobs.end())
+      n += gpus;
+    else
+      n += std::max(value_or_zero(node.planned_by_job, job), staying_since(node, job, live->second));
+  for (const auto& [job, gpus] : node.planned_by_job)
+    if (!node.held_by_job.contains(job)) n += gpus;
+  return n;
+}
+
+int ClusterView::own_share(const NodeView& node, const std::string& job) const {
+  auto live = planned_jobs.find(job);
+  if (live == planned_jobs.end()) return value_or_zero(node.held_by_job, job);
+  return std::max(value_or_zero(node.planned_by_job, job), staying_since(node, job, live->second));
+}
+
+int ClusterView::free_on(const NodeView& node) const { return std::max(0, node.gpus - taken(node)); }
+
 std::map<std::string, int> ClusterView::free_by_type() const {
   std::map<std::string, int> free;
   for (const NodeView& n : nodes)
-    if (n.healthy && !n.gpu_type.empty()) free[n.gpu_type] += std::max(0, n.gpus - n.held());
+    if (n.healthy && !n.gpu_type.empty()) free[n.gpu_type] += free_on(n);
   return free;
 }
 
@@ -52,9 +97,8 @@ planner::ClusterSpec ClusterView::snapshot_for(const std::string& job_key, bool 
   planner::ClusterSpec spec;
   for (const NodeView& n : nodes) {
     if (!n.healthy || n.gpu_type.empty() || leave_out.contains(n.name)) continue;
-    int free = n.gpus - n.held();
-    if (!exclude_own)
-      if (auto it = n.held_by_job.find(job_key); it != n.held_by_job.end()) free += it->second;
+    int free = n.gpus - taken(n);
+    if (!exclude_own) free += own_share(n, job_key);
     if (free <= 0) continue;
     spec.nodes.push_back({n.name, n.gpu_type, free, n.zone, n.zone});
   }
@@ -83,7 +127,8 @@ void add_node_to_view(ClusterView& view, const Json& node, const planner::GpuCat
   view.nodes.push_back(std::move(n));
 }
 
-void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label) {
+void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label, bool deleting,
+                     std::int64_t plan_epoch) {
   const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
   if (node.empty() || kube::pod_finished(pod)) return;
   const int gpus = pod_gpus(pod);
@@ -92,15 +137,54 @@ void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_
   auto labels = meta.find("labels");
   const std::string label = labels != meta.end() && labels->is_object() ? labels->value(job_label, "") : "";
   const std::string job = label.empty() ? "" : meta.value("namespace", "default") + "/" + label;
-  if (auto it = view.index_by_name.find(node); it != view.index_by_name.end())
-    view.nodes[it->second].held_by_job[job] += gpus;
+  auto it = view.index_by_name.find(node);
+  if (it == view.index_by_name.end()) return;
+  NodeView& n = view.nodes[it->second];
+  n.held_by_job[job] += gpus;
+  if (!deleting) n.staying_by_job_epoch[job][plan_epoch] += gpus;
+}
+
+void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label) {
+  const Json& meta = pod["metadata"];
+  std::int64_t epoch = kUnknownEpoch;
+  if (auto annotations = meta.find("annotations"); annotations != meta.end() && annotations->is_object())
+    if (auto text = annotations->find(kPlanAnnotation); text != annotations->end() && text->is_string())
+      if (auto plan = parse_pod_plan(text->get<std::string>()); std::holds_alternative<PodPlan>(plan))
+        epoch = std::get<PodPlan>(plan).epoch;
+  add_pod_to_view(view, pod, job_label, meta.contains("deletionTimestamp"), epoch);
+}
+
+void add_job_plan_to_view(ClusterView& view, const Json& job) {
+  const Json& meta = job["metadata"];
+  const std::string key = meta.value("namespace", "default") + "/" + string_at(meta, "name");
+  static const Json kNone = Json::object();
+  auto status_it = job.find("status");
+  const Json& status = status_it != job.end() && status_it->is_object() ? *status_it : kNone;
+  // A finished job's plan is history; whatever of its pods still runs is held by the pods.
+  if (const std::string phase = string_at(status, "phase"); phase == "Succeeded" || phase == "Failed") return;
+  std::int64_t& plan_epoch = view.planned_jobs[key] = 0;  // no plan: its pods count as they stand
+  auto plan = status.find("plan");
+  if (plan == status.end() || !plan->is_object()) return;
+  if (auto epoch = plan->find("epoch"); epoch != plan->end() && epoch->is_number_integer())
+    plan_epoch = epoch->get<std::int64_t>();
+  auto pods = plan->find("pods");
+  if (pods == plan->end() || !pods->is_array()) return;
+  for (const Json& pod : *pods) {
+    if (!pod.is_object()) continue;
+    const auto gpus = pod.find("gpus");
+    if (gpus == pod.end() || !gpus->is_number_integer() || gpus->get<int>() <= 0) continue;
+    if (auto it = view.index_by_name.find(string_at(pod, "node")); it != view.index_by_name.end())
+      view.nodes[it->second].planned_by_job[key] += gpus->get<int>();
+  }
 }
 
 ClusterView build_cluster_view(const std::vector<Json>& nodes, const std::vector<Json>& pods,
-                               const planner::GpuCatalog& catalog, const std::string& job_label) {
+                               const planner::GpuCatalog& catalog, const std::string& job_label,
+                               const std::vector<Json>& jobs) {
   ClusterView view;
   for (const Json& node : nodes) add_node_to_view(view, node, catalog);
   for (const Json& pod : pods) add_pod_to_view(view, pod, job_label);
+  for (const Json& job : jobs) add_job_plan_to_view(view, job);
   return view;
 }
 

@@ -193,10 +193,12 @@ const planner::EvalContext& Operator::eval_for(const std::string& key) const {
 std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::ReconcileContext& ctx) {
   const std::string nodes_version = ctx.watched[0].resource_version();
   const std::string pods_version = ctx.owned[0].resource_version();
+  const std::string jobs_version = ctx.primary.resource_version();  // their plans take GPUs (cluster_view.h)
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mu_);
-    if (snapshot_ && snapshot_->nodes_version == nodes_version && snapshot_->pods_version == pods_version)
+    if (snapshot_ && snapshot_->nodes_version == nodes_version && snapshot_->pods_version == pods_version &&
+        snapshot_->jobs_version == jobs_version)
       return snapshot_;
     previous = snapshot_;
   }
@@ -205,17 +207,26 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
   auto next = std::make_shared<Snapshot>();
   next->nodes_version = nodes_version;
   next->pods_version = pods_version;
+  next->jobs_version = jobs_version;
   if (previous && previous->nodes_version == nodes_version && !nodes_version.empty()) {
-    next->view.nodes = previous->view.nodes;  // only the pods moved: keep the nodes, recount what pods hold
+    // Only pods or jobs moved: keep the nodes, recount what pods hold and plans take.
+    next->view.nodes = previous->view.nodes;
     next->view.index_by_name = previous->view.index_by_name;
-    for (NodeView& n : next->view.nodes) n.held_by_job.clear();
+    for (NodeView& n : next->view.nodes) {
+      n.held_by_job.clear();
+      n.staying_by_job_epoch.clear();
+      n.planned_by_job.clear();
+    }
   } else {
     ctx.watched[0].for_each([&](const Json& node) { add_node_to_view(next->view, node, catalog_); });
   }
+  ctx.primary.for_each([&](const Json& job) { add_job_plan_to_view(next->view, job); });
   ctx.owned[0].for_each([&](const Json& pod) {
-    add_pod_to_view(next->view, pod, kJobLabel);
     const std::string job = job_key_of_pod(pod);
-    if (job.empty()) return;
+    if (job.empty()) {
+      add_pod_to_view(next->view, pod, kJobLabel, false, kUnknownEpoch);  // not a job's: held as it stands
+      return;
+    }
     const Json& meta = pod["metadata"];
     const std::string key = meta.value("namespace", "") + "/" + meta.value("name", "");
     const std::string version = meta.value("resourceVersion", "");
@@ -224,7 +235,10 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
         previous && it != previous->observed.end() && !version.empty() && it->second.first == version)
       seen = &it->second.second;
     auto& entry = next->observed[key] = {version, seen != nullptr ? *seen : observe_pod(pod)};
-    next->pods_by_job[job].push_back(entry.second);
+    const PodObservation& observed = entry.second;
+    add_pod_to_view(next->view, pod, kJobLabel, observed.deleting,
+                    observed.plan ? observed.plan->epoch : kUnknownEpoch);
+    next->pods_by_job[job].push_back(observed);
   });
   std::lock_guard lock(mu_);
   snapshot_ = next;
@@ -341,7 +355,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
       if (const planner::GpuType* g = catalog_.find(t)) t = g->name;
     for (const std::string& name : UnavailableNodes::from_status(status, pass_now).names())
       if (const NodeView* n = view.find(name); n != nullptr && n->healthy && !n->gpu_type.empty())
-        a.unusable_free_gpus_by_type[n->gpu_type] += std::max(0, n->gpus - n->held());
+        a.unusable_free_gpus_by_type[n->gpu_type] += view.free_on(*n);
     a.overhead_s = options_.restart_overhead_s;
     a.min_rescale_interval_s = spec.min_rescale_interval_seconds;
     a.benefit_threshold = spec.benefit_threshold;

@@ -75,7 +75,7 @@ class Operator {
   // The cluster view and every job's pods, rebuilt only when the node or pod cache moved on
   // (their resource versions): a steady-state reconcile does not re-read 1,000 nodes and pods.
   struct Snapshot {
-    std::string nodes_version, pods_version;
+    std::string nodes_version, pods_version, jobs_version;
     ClusterView view;
     std::map<std::string, std::vector<PodObservation>> pods_by_job;
     // "<ns>/<pod>" -> (resourceVersion, observation): a pod whose version did not move is not

@@ -133,6 +133,18 @@ class LocalCluster : public ::testing::Test {
     return nlohmann::json::parse(in);
   }
   std::string events() { return kubectl("get events --sort-by=.metadata.resourceVersion").output; }
+  // How many times `reason` was recorded for TrainingJob `job` (an event repeated is one object
+  // with a count).
+  int event_count(const std::string& reason, const std::string& job) {
+    const auto r = kubectl("get events -o json");
+    const nlohmann::json list = nlohmann::json::parse(r.output, nullptr, false);
+    if (list.is_discarded()) return -1;
+    int n = 0;
+    for (const nlohmann::json& e : list.value("items", nlohmann::json::array()))
+      if (e.value("reason", "") == reason && e.value("/involvedObject/name"_json_pointer, std::string()) == job)
+        n += e.value("count", 1);
+    return n;
+  }
 
   fs::path dir_;
   bool up_ = false;
