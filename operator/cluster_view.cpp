@@ -22,6 +22,16 @@ std::string string_at(const Json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// Planned=False with reason InvalidSpec: the operator could not read the job's spec.
+bool spec_refused(const Json& status) {
+  auto conditions = status.find("conditions");
+  if (conditions == status.end() || !conditions->is_array()) return false;
+  for (const Json& c : *conditions)
+    if (c.is_object() && string_at(c, "type") == "Planned")
+      return string_at(c, "status") == "False" && string_at(c, "reason") == "InvalidSpec";
+  return false;
+}
+
 bool node_healthy(const Json& node) {
   if (node["metadata"].contains("deletionTimestamp")) return false;
   if (node.value("/spec/unschedulable"_json_pointer, false)) return false;
@@ -92,13 +102,16 @@ std::map<std::string, int> ClusterView::free_by_type() const {
   return free;
 }
 
+int ClusterView::free_to(const NodeView& node, const std::string& job) const {
+  return node.gpus - taken(node) + own_share(node, job);
+}
+
 planner::ClusterSpec ClusterView::snapshot_for(const std::string& job_key, bool exclude_own,
                                                const std::set<std::string>& leave_out) const {
   planner::ClusterSpec spec;
   for (const NodeView& n : nodes) {
     if (!n.healthy || n.gpu_type.empty() || leave_out.contains(n.name)) continue;
-    int free = n.gpus - taken(n);
-    if (!exclude_own) free += own_share(n, job_key);
+    const int free = exclude_own ? n.gpus - taken(n) : free_to(n, job_key);
     if (free <= 0) continue;
     spec.nodes.push_back({n.name, n.gpu_type, free, n.zone, n.zone});
   }
@@ -160,15 +173,22 @@ void add_job_plan_to_view(ClusterView& view, const Json& job) {
   static const Json kNone = Json::object();
   auto status_it = job.find("status");
   const Json& status = status_it != job.end() && status_it->is_object() ? *status_it : kNone;
-  // A finished job's plan is history; whatever of its pods still runs is held by the pods.
+  // A finished job's plan is history, and a job whose spec does not parse is not allocated for
+  // (the cluster pass skips it): whatever of their pods still runs is held by the pods.
   if (const std::string phase = string_at(status, "phase"); phase == "Succeeded" || phase == "Failed") return;
+  if (spec_refused(status)) return;
   std::int64_t& plan_epoch = view.planned_jobs[key] = 0;  // no plan: its pods count as they stand
   auto plan = status.find("plan");
   if (plan == status.end() || !plan->is_object()) return;
   if (auto epoch = plan->find("epoch"); epoch != plan->end() && epoch->is_number_integer())
     plan_epoch = epoch->get<std::int64_t>();
   auto pods = plan->find("pods");
-  if (pods == plan->end() || !pods->is_array()) return;
+  // Requeued (or started again): the plan of that epoch has no pods, and its reconcile deletes
+  // every pod of that epoch or before, so none of them takes a GPU.
+  if (pods == plan->end() || !pods->is_array() || pods->empty()) {
+    if (plan_epoch < kUnknownEpoch) ++plan_epoch;
+    return;
+  }
   for (const Json& pod : *pods) {
     if (!pod.is_object()) continue;
     const auto gpus = pod.find("gpus");
@@ -176,6 +196,18 @@ void add_job_plan_to_view(ClusterView& view, const Json& job) {
     if (auto it = view.index_by_name.find(string_at(pod, "node")); it != view.index_by_name.end())
       view.nodes[it->second].planned_by_job[key] += gpus->get<int>();
   }
+}
+
+void clear_plans(ClusterView& view) {
+  view.planned_jobs.clear();
+  for (NodeView& n : view.nodes) n.planned_by_job.clear();
+}
+
+ClusterView with_plans_of(const ClusterView& view, const std::vector<Json>& jobs) {
+  ClusterView replanned = view;
+  clear_plans(replanned);
+  for (const Json& job : jobs) add_job_plan_to_view(replanned, job);
+  return replanned;
 }
 
 ClusterView build_cluster_view(const std::vector<Json>& nodes, const std::vector<Json>& pods,

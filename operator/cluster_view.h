@@ -18,11 +18,15 @@
 //   being deleted or cordoned; its GPU type is the catalog's canonical name for the
 //   `nvidia.com/gpu.product` label (aliases and case folded), or "" when unknown. A pod holds
 //   its `nvidia.com/gpu` limit (else request) on its node until it is Succeeded or Failed. A job
-//   is live (its plan counts) unless its phase is Succeeded or Failed.
+//   is live (its plan counts) unless its phase is Succeeded or Failed or its spec was refused
+//   (Planned=False, InvalidSpec: the allocator skips it). A live job whose plan has no pods
+//   (requeued) takes none of the pods of that plan's epoch or before.
 // Assumes: one GPU type per node (true of every cloud instance type); a live job's pods outside
-//   its plan are being replaced by its own reconcile.
+//   its plan are being deleted by its own reconcile.
 // Caveats: GPUs of a pod being deleted stay held until the pod is gone (the kubelet's view). A
-//   view built without jobs (planned_jobs empty) has taken() == held().
+//   pod that never finishes terminating (a stuck finalizer) is free in taken() and held in
+//   held(): a pod planned onto its GPUs waits until the job's pod start timeout leaves the node
+//   out. A view built without jobs (planned_jobs empty) has taken() == held().
 // Cost: O((nodes + pods) log nodes), so a reconcile stays cheap on 1,000 nodes
 //   (bench/operator_scale).
 #pragma once
@@ -69,6 +73,9 @@ struct ClusterView {
   int free_on(const NodeView& node) const;  // max(0, gpus - taken)
   // Of taken(node), the share of one job (its plan's, or its pods' when it is not live).
   int own_share(const NodeView& node, const std::string& job) const;
+  // The node's GPUs not taken by anyone but `job`: gpus - taken + own_share; negative when plans
+  // overlap there.
+  int free_to(const NodeView& node, const std::string& job) const;
   // Free GPUs by type on healthy nodes (what neither a live job's plan nor another pod takes).
   std::map<std::string, int> free_by_type() const;
   // The planner's snapshot for one job: healthy nodes of known type with the GPUs free to it,
@@ -91,6 +98,10 @@ void add_pod_to_view(ClusterView& view, const nlohmann::json& pod, const std::st
 void add_pod_to_view(ClusterView& view, const nlohmann::json& pod, const std::string& job_label);
 // A TrainingJob: when live, it joins planned_jobs and its status.plan's pods take their GPUs.
 void add_job_plan_to_view(ClusterView& view, const nlohmann::json& job);
+// Forgets every job's plan (planned_jobs, planned_by_job); what pods hold is kept.
+void clear_plans(ClusterView& view);
+// `view` with its jobs' plans replaced by those of `jobs` (what pods hold is kept).
+ClusterView with_plans_of(const ClusterView& view, const std::vector<nlohmann::json>& jobs);
 
 ClusterView build_cluster_view(const std::vector<nlohmann::json>& nodes, const std::vector<nlohmann::json>& pods,
                                const planner::GpuCatalog& catalog, const std::string& job_label,

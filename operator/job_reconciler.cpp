@@ -347,15 +347,21 @@ bool own_old_pod_on(const Context& c, const JobPlan& plan, const std::string& no
 
 // When a plan pod that has not started began waiting (RFC 3339), or "" when it is not stuck:
 // it has reported (its sidecar is up, perhaps still stopping old workers within their grace);
-// it is not created because the job's own old pod still holds its node, or because the node
-// has room now (converge() creates it in this reconcile); a pod exists since its creation,
-// a missing one since the plan.
+// it is not created because the job's own old pod, or another job's leaving pod, still holds
+// its node, or because the node has room now (converge() creates it in this reconcile); a pod
+// exists since its creation, a missing one since the plan.
 std::string waiting_since(const Context& c, const JobPlan& plan, const PlanPod& pod, const PodObservation* p) {
   const std::string planned = c.status.value("lastRescaleTime", "");
   if (p != nullptr) return p->report ? "" : !p->created.empty() ? p->created : planned;
   if (own_old_pod_on(c, plan, pod.node)) return "";
-  const NodeView* node = c.job.cluster->find(pod.node);
-  if (node != nullptr && node->healthy && node->gpus - node->held() >= pod.gpus) return "";
+  const ClusterView& cluster = *c.job.cluster;
+  const NodeView* node = cluster.find(pod.node);
+  if (node == nullptr || !node->healthy) return planned;
+  if (node->gpus - node->held() >= pod.gpus) return "";
+  // The GPUs are the job's by the allocator's account and held only by pods that are leaving
+  // (another job's, shrunk or requeued for it: cluster_view.h): it waits for them to stop, as
+  // for its own old pods, not for the node.
+  if (cluster.free_to(*node, c.job.spec.key()) >= pod.gpus) return "";
   return planned;
 }
 
@@ -771,6 +777,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
 void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   const JobObservation& job = c.job;
   if (c.status.value("phase", "").empty()) phase(c, "Pending");
+  // A job with no pods in its plan runs none: a pod left by a requeue whose delete failed goes
+  // now. The allocator already counts its GPUs as free (cluster_view.h), so it must not stay.
+  delete_all_pods(c);
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
   if (d == nullptr) {
     condition(c, "Planned", false, "WaitingForAllocator", "waiting for the allocator's first pass");

@@ -208,7 +208,18 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
   next->nodes_version = nodes_version;
   next->pods_version = pods_version;
   next->jobs_version = jobs_version;
-  if (previous && previous->nodes_version == nodes_version && !nodes_version.empty()) {
+  const bool same_nodes = previous && previous->nodes_version == nodes_version && !nodes_version.empty();
+  if (same_nodes && previous->pods_version == pods_version && !pods_version.empty()) {
+    // Only jobs moved (a status write): keep what pods hold, read the plans again.
+    next->view = previous->view;
+    next->pods = previous->pods;
+    clear_plans(next->view);
+    ctx.primary.for_each([&](const Json& job) { add_job_plan_to_view(next->view, job); });
+    std::lock_guard lock(mu_);
+    snapshot_ = next;
+    return next;
+  }
+  if (same_nodes) {
     // Only pods or jobs moved: keep the nodes, recount what pods hold and plans take.
     next->view.nodes = previous->view.nodes;
     next->view.index_by_name = previous->view.index_by_name;
@@ -221,6 +232,8 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
     ctx.watched[0].for_each([&](const Json& node) { add_node_to_view(next->view, node, catalog_); });
   }
   ctx.primary.for_each([&](const Json& job) { add_job_plan_to_view(next->view, job); });
+  auto pods = std::make_shared<PodIndex>();
+  const PodIndex* seen_before = previous ? previous->pods.get() : nullptr;
   ctx.owned[0].for_each([&](const Json& pod) {
     const std::string job = job_key_of_pod(pod);
     if (job.empty()) {
@@ -231,15 +244,16 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
     const std::string key = meta.value("namespace", "") + "/" + meta.value("name", "");
     const std::string version = meta.value("resourceVersion", "");
     const PodObservation* seen = nullptr;
-    if (auto it = previous ? previous->observed.find(key) : next->observed.end();
-        previous && it != previous->observed.end() && !version.empty() && it->second.first == version)
-      seen = &it->second.second;
-    auto& entry = next->observed[key] = {version, seen != nullptr ? *seen : observe_pod(pod)};
+    if (seen_before != nullptr && !version.empty())
+      if (auto it = seen_before->observed.find(key); it != seen_before->observed.end() && it->second.first == version)
+        seen = &it->second.second;
+    auto& entry = pods->observed[key] = {version, seen != nullptr ? *seen : observe_pod(pod)};
     const PodObservation& observed = entry.second;
     add_pod_to_view(next->view, pod, kJobLabel, observed.deleting,
                     observed.plan ? observed.plan->epoch : kUnknownEpoch);
-    next->pods_by_job[job].push_back(observed);
+    pods->by_job[job].push_back(observed);
   });
+  next->pods = std::move(pods);
   std::lock_guard lock(mu_);
   snapshot_ = next;
   return next;
@@ -314,7 +328,10 @@ void Operator::update_measured_profile(const Json& job, const JobObservation& ob
 void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   const std::vector<Json> jobs = ctx.primary.list();
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
-  const ClusterView& view = snap->view;
+  // The jobs the pass allocates for and the GPUs their plans take come from one read of the job
+  // cache (the snapshot's may be older or newer than `jobs`): else a job admitted in between
+  // reads as waiting while its plan takes GPUs, or as running on GPUs that read as free.
+  const ClusterView view = with_plans_of(snap->view, jobs);
   std::vector<double> arrival_times_s;  // every job's creation, for λ over each job's own window
   std::vector<double> job_window_s;     // per input.jobs entry: spec.elasticity.windowSeconds
   scaler::AllocatorInput input;
@@ -364,7 +381,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
       a.running = true;
       a.current_gpus = plan->gpus;
       std::map<std::string, const PodObservation*> job_pods;  // by name
-      if (auto it = snap->pods_by_job.find(spec.key()); it != snap->pods_by_job.end())
+      if (auto it = snap->pods->by_job.find(spec.key()); it != snap->pods->by_job.end())
         for (const PodObservation& p : it->second) job_pods[p.name] = &p;
       int alive = 0;
       for (const PlanPod& pod : plan->pods) {
@@ -438,7 +455,7 @@ void Operator::record_metrics(const std::vector<Json>& jobs, const Snapshot& sna
     measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
     const std::string key = job["metadata"].value("namespace", "default") + "/" + job["metadata"].value("name", "");
     if (auto plan = JobPlan::from_status(status.value("plan", Json())))
-      if (auto it = snap.pods_by_job.find(key); it != snap.pods_by_job.end())
+      if (auto it = snap.pods->by_job.find(key); it != snap.pods->by_job.end())
         if (auto e = memory_prediction_error(*plan, it->second))
           memory_error = std::max(memory_error.value_or(0.0), *e);
   }
@@ -494,7 +511,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   obs.spec = std::get<JobSpec>(parsed);
   obs.status = status;
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
-  if (auto it = snap->pods_by_job.find(key); it != snap->pods_by_job.end()) obs.pods = it->second;
+  if (auto it = snap->pods->by_job.find(key); it != snap->pods->by_job.end()) obs.pods = it->second;
   obs.cluster = &snap->view;
   obs.now = now_rfc3339();
   {

@@ -72,15 +72,20 @@ class Operator {
   void cluster_pass(const kube::ReconcileContext& ctx);
   kube::Result<kube::Action> reconcile_one(const std::string& key, const kube::ReconcileContext& ctx);
   const JobTable& table_for(const JobSpec& spec, const nlohmann::json& status);
-  // The cluster view and every job's pods, rebuilt only when the node or pod cache moved on
-  // (their resource versions): a steady-state reconcile does not re-read 1,000 nodes and pods.
-  struct Snapshot {
-    std::string nodes_version, pods_version, jobs_version;
-    ClusterView view;
-    std::map<std::string, std::vector<PodObservation>> pods_by_job;
+  // Every job's pods as observed, kept while the pod cache does not move.
+  struct PodIndex {
+    std::map<std::string, std::vector<PodObservation>> by_job;
     // "<ns>/<pod>" -> (resourceVersion, observation): a pod whose version did not move is not
     // parsed again on the next rebuild.
     std::map<std::string, std::pair<std::string, PodObservation>> observed;
+  };
+  // The cluster view and every job's pods, rebuilt only when the node, pod or job cache moved on
+  // (their resource versions): a steady-state reconcile does not re-read 1,000 nodes and pods,
+  // and a job's status write makes the next one re-read only the jobs' plans.
+  struct Snapshot {
+    std::string nodes_version, pods_version, jobs_version;
+    ClusterView view;
+    std::shared_ptr<const PodIndex> pods;
   };
   std::shared_ptr<const Snapshot> snapshot(const kube::ReconcileContext& ctx);
   // Online profiling: fold the reports of the running epoch into the job's own compute model

@@ -506,6 +506,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   print(big);
+  if (const std::string bad = invalid_specs(big); !bad.empty()) {
+    std::fprintf(stderr, "bench_operator_scale: the job mix is not valid, so the bench measures nothing: %s\n",
+                 bad.c_str());
+    return 1;
+  }
   const double scale = ratio(jobs, baseline);
   std::printf(
       "ratio %d / %d jobs (x%.0f): reconcile p50 x%.2f, p99 x%.2f; cluster pass p99 x%.2f; RSS x%.2f; "

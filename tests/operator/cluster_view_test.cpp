@@ -110,6 +110,42 @@ TEST_F(ClusterViewTaken, PodsOutsideALivePlanHoldWhatTheyHold) {
   EXPECT_EQ(v.find("n1")->held(), 2);
 }
 
+// Requeued: the plan of epoch 5 has no pods and its reconcile is deleting every pod of epoch 5
+// or before; until the pod cache shows the deletes, those pods are leaving, not taken. A pod of
+// a later epoch (admitted again, its plan not yet seen) is taken.
+TEST_F(ClusterViewTaken, ARequeuedJobsPodsAreLeavingBeforeTheirDeleteIsSeen) {
+  const auto v = view({pod("q-n0", "q", "n0", 2, 5), pod("q-n1", "q", "n1", 2, 6)}, {job("q", "Pending", 5, {})});
+  EXPECT_EQ(v.free_on(*v.find("n0")), 2);
+  EXPECT_EQ(v.free_on(*v.find("n1")), 0);
+  EXPECT_EQ(held(v), 4);
+}
+
+// A job whose spec the operator refused (edited into nonsense while it ran) is not allocated
+// for: its plan takes nothing, and its pods hold what they hold, so the GPUs come back when its
+// pods end instead of staying taken until someone fixes the spec.
+TEST_F(ClusterViewTaken, AJobWithARefusedSpecTakesOnlyWhatItsPodsHold) {
+  Json refused = job("r", "Running", 2, {{"n0", 2}, {"n1", 2}});
+  refused["status"]["conditions"] = {{{"type", "Planned"}, {"status", "False"}, {"reason", "InvalidSpec"}}};
+  EXPECT_EQ(free_gpus(view({pod("r-n0", "r", "n0", 2, 2)}, {refused})), 2);
+  refused["status"]["conditions"][0]["reason"] = "WaitingForGpus";
+  EXPECT_EQ(free_gpus(view({pod("r-n0", "r", "n0", 2, 2)}, {refused})), 0);
+}
+
+// The cluster pass judges the jobs of one read of the job cache: with_plans_of() puts that read's
+// plans on the snapshot's view, dropping the snapshot's own (older or newer) plans.
+TEST_F(ClusterViewTaken, WithPlansOfReplacesTheSnapshotsPlans) {
+  const auto snapshot = view({pod("a-n0", "a", "n0", 2, 1)}, {job("a", "Running", 1, {{"n0", 2}})});
+  EXPECT_EQ(free_gpus(snapshot), 2);
+  // Read again: a grew onto n1 (epoch 2, pods not created yet), and b was admitted on none yet.
+  const auto pass = fo::with_plans_of(snapshot, {job("a", "Rescaling", 2, {{"n0", 2}, {"n1", 2}}), job("b", "Pending", 0, {})});
+  EXPECT_EQ(free_gpus(pass), 0);
+  EXPECT_EQ(pass.planned_jobs.size(), 2u);
+  EXPECT_EQ(held(pass), 2) << "what pods hold is kept";
+  // A job gone from the read (deleted) takes what its pods hold, not its old plan.
+  const auto gone = fo::with_plans_of(view({}, {job("a", "Running", 1, {{"n0", 2}})}), {});
+  EXPECT_EQ(free_gpus(gone), 4);
+}
+
 // A view built without jobs (the reconciler's hand-built tests, old callers) is the pods' view.
 TEST_F(ClusterViewTaken, WithoutJobsTakenIsHeld) {
   const auto v = view({pod("a-n0", "a", "n0", 2, 3), pod("a-n1", "a", "n1", 1, 2, /*deleting=*/true)}, {});

@@ -245,6 +245,14 @@ TEST(JobReconciler, StrictJobThatCannotKeepItsDataParallelDegreeIsRequeued) {
   EXPECT_EQ(h.phase(), "Pending");
   EXPECT_EQ(h.obs.status["plan"]["pods"].size(), 0u);
   EXPECT_EQ(a.remove.size(), 2u);
+  // A delete that did not happen (the API server refused it): the queued job's next reconcile
+  // deletes the pod, since the allocator already counts its GPUs as free.
+  for (auto& p : h.obs.pods) p.deleting = false;
+  h.obs.pods.pop_back();
+  h.obs.decision = decision(fs::AllocAction::kWait, 0, "WaitingForGpus");
+  const auto again = h.step();
+  ASSERT_EQ(again.remove.size(), 1u);
+  EXPECT_EQ(again.remove[0], h.obs.pods[0].name);
 }
 
 TEST(JobReconciler, ANewPodWaitsForItsNodeToHaveTheGpusFree) {
@@ -1101,6 +1109,46 @@ TEST(JobReconciler, APodWaitingForTheJobsOwnOldPodIsNotLeftBehind) {
   h.apply(h.step());
   EXPECT_EQ(h.epoch(), 2);
   EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
+}
+
+// The allocator counts a shrunk job's leaving pods as free (cluster_view.h), so a plan may put a
+// pod where another job's pod still stops: that pod waits for it, as for the job's own old pod,
+// and is not left behind; a pod of another job that is staying is what the timeout is for.
+TEST(JobReconciler, APodWaitingForAnotherJobsLeavingPodIsNotLeftBehind) {
+  for (const bool other_leaving : {true, false}) {
+    SCOPED_TRACE(other_leaving ? "the other job's pod is leaving" : "the other job's pod stays");
+    Harness h;
+    admit_with_start_timeout(h);
+    h.obs.decision.reset();
+    ASSERT_EQ(h.obs.pods.size(), 2u);
+    h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);
+    // n1's plan pod was not created: job "other" (plan epoch 3) holds n1 with a pod of epoch 2
+    // (shrunk off n1: leaving) or of epoch 3 (its plan still puts it there).
+    const std::string n1 = h.obs.pods[1].node;
+    h.obs.pods.pop_back();
+    for (fo::NodeView& n : h.cluster.nodes) {
+      n.planned_by_job["team/demo"] = 2;
+      if (n.name != n1) continue;
+      n.held_by_job = {{"team/other", 2}};
+      n.staying_by_job_epoch["team/other"][other_leaving ? 2 : 3] = 2;
+      if (!other_leaving) n.planned_by_job["team/other"] = 2;
+    }
+    h.cluster.planned_jobs = {{"team/demo", 1}, {"team/other", 3}};
+    h.obs.now = "2026-11-24T00:30:00Z";
+    const auto a = h.step();
+    h.apply(a);
+    EXPECT_TRUE(a.create.empty()) << "the kubelet would refuse it: n1's GPUs are held";
+    if (other_leaving) {
+      EXPECT_EQ(h.epoch(), 1) << condition_message(h.obs.status, "Running");
+      EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
+      EXPECT_NE(condition_message(h.obs.status, "Running").find("not created yet: waiting for 2 GPUs on " + n1),
+                std::string::npos)
+          << condition_message(h.obs.status, "Running");
+    } else {
+      EXPECT_EQ(h.epoch(), 2);
+      EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
+    }
+  }
 }
 
 // The allocator counts free GPUs by type, not whether they help: a granted scale-up whose best

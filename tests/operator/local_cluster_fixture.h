@@ -136,9 +136,14 @@ class LocalCluster : public ::testing::Test {
   // How many times `reason` was recorded for TrainingJob `job` (an event repeated is one object
   // with a count).
   int event_count(const std::string& reason, const std::string& job) {
-    const auto r = kubectl("get events -o json");
+    // A warning on stderr is not JSON: kept out inside the subshell (run_command merges stderr).
+    const auto r = run_command("(" + flotilla::testing::tool_path("kubectl") + " --kubeconfig " +
+                               (dir_ / "state/kubeconfig").string() + " get events -o json 2>/dev/null)");
     const nlohmann::json list = nlohmann::json::parse(r.output, nullptr, false);
-    if (list.is_discarded()) return -1;
+    if (list.is_discarded()) {
+      ADD_FAILURE() << "kubectl get events -o json: " << r.output;
+      return -1;
+    }
     int n = 0;
     for (const nlohmann::json& e : list.value("items", nlohmann::json::array()))
       if (e.value("reason", "") == reason && e.value("/involvedObject/name"_json_pointer, std::string()) == job)
