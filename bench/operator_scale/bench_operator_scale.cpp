@@ -147,7 +147,8 @@ long proc_status_kb(pid_t pid, const std::string& field) {
 // reference worker trains only its own models, so the planner presets run as Megatron-LM jobs
 // (no process starts here: the script path is never opened).
 Json worker_for(const std::string& model) {
-  if (model == "gpt-125m") return {{"kind", "flotilla"}, {"image", "flotilla-worker:bench"}, {"data", "/data/text.txt"}};
+  if (model == "gpt-125m")
+    return {{"kind", "flotilla"}, {"image", "flotilla-worker:bench"}, {"data", "/data/text.txt"}};
   return {{"kind", "megatron"},
           {"image", "megatron:bench"},
           {"data", "/data/text.txt"},

@@ -64,8 +64,8 @@ class ClusterViewTaken : public ::testing::Test {
 TEST_F(ClusterViewTaken, AShrunkJobsLeavingPodIsFreeBeforeItIsGone) {
   const auto v = view({pod("a-n0", "a", "n0", 2, 3), pod("a-n1-g2", "a", "n1", 2, 2, /*deleting=*/true)},
                       {job("a", "Rescaling", 3, {{"n0", 2}, {"n1", 1}})});
-  EXPECT_EQ(held(v), 4);        // the kubelet's view: a new pod on n1 waits
-  EXPECT_EQ(free_gpus(v), 1);   // the allocator's: 4 - 3 planned
+  EXPECT_EQ(held(v), 4);       // the kubelet's view: a new pod on n1 waits
+  EXPECT_EQ(free_gpus(v), 1);  // the allocator's: 4 - 3 planned
   EXPECT_EQ(v.find("n1")->held(), 2);
   EXPECT_EQ(v.free_on(*v.find("n1")), 1);
   // Not yet deleted (the plan is written, the reconcile has not acted): the pod's epoch (2)
@@ -92,8 +92,8 @@ TEST_F(ClusterViewTaken, AGrownJobsPodsToBeCreatedAreTaken) {
 // The caches are separate watches: a's new pods (epoch 2) may be seen before its new plan. They
 // count, so the GPUs are not handed to another job in between.
 TEST_F(ClusterViewTaken, NewPodsSeenBeforeTheirPlanAreTaken) {
-  const auto v = view({pod("a-n0-g1", "a", "n0", 1, 1), pod("a-n1-g2", "a", "n1", 2, 2)},
-                      {job("a", "Running", 1, {{"n0", 1}})});
+  const auto v =
+      view({pod("a-n0-g1", "a", "n0", 1, 1), pod("a-n1-g2", "a", "n1", 2, 2)}, {job("a", "Running", 1, {{"n0", 1}})});
   EXPECT_EQ(free_gpus(v), 1);  // n0: 1 of 2 taken; n1: both held by a pod newer than the plan
   EXPECT_EQ(v.free_on(*v.find("n1")), 0);
 }
@@ -137,7 +137,8 @@ TEST_F(ClusterViewTaken, WithPlansOfReplacesTheSnapshotsPlans) {
   const auto snapshot = view({pod("a-n0", "a", "n0", 2, 1)}, {job("a", "Running", 1, {{"n0", 2}})});
   EXPECT_EQ(free_gpus(snapshot), 2);
   // Read again: a grew onto n1 (epoch 2, pods not created yet), and b was admitted on none yet.
-  const auto pass = fo::with_plans_of(snapshot, {job("a", "Rescaling", 2, {{"n0", 2}, {"n1", 2}}), job("b", "Pending", 0, {})});
+  const auto pass =
+      fo::with_plans_of(snapshot, {job("a", "Rescaling", 2, {{"n0", 2}, {"n1", 2}}), job("b", "Pending", 0, {})});
   EXPECT_EQ(free_gpus(pass), 0);
   EXPECT_EQ(pass.planned_jobs.size(), 2u);
   EXPECT_EQ(held(pass), 2) << "what pods hold is kept";
