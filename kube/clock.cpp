@@ -121,4 +121,10 @@ std::string rfc3339_plus_seconds(const std::string& text, std::int64_t seconds) 
   return format_rfc3339(t + std::chrono::seconds(seconds));
 }
 
+std::string later_rfc3339(const std::string& a, const std::string& b) {
+  const std::optional<double> a_s = rfc3339_seconds(a), b_s = rfc3339_seconds(b);
+  if (!b_s) return a;
+  return !a_s || *b_s > *a_s ? b : a;
+}
+
 }  // namespace flotilla::kube

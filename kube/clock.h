@@ -78,5 +78,7 @@ bool parse_rfc3339(const std::string& text, Clock::wall_time_point& out);
 std::optional<double> rfc3339_seconds(const std::string& text);
 // The stamp `seconds` later, formatted as format_rfc3339(); "" when `text` does not parse.
 std::string rfc3339_plus_seconds(const std::string& text, std::int64_t seconds);
+// The later of two stamps, as given; one that does not parse ("" included) loses.
+std::string later_rfc3339(const std::string& a, const std::string& b);
 
 }  // namespace flotilla::kube

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common/pod_plan.h"
+#include "kube/clock.h"
 #include "kube/object.h"
 
 namespace flotilla::op {
@@ -22,13 +23,15 @@ std::string string_at(const Json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-// Planned=False with reason InvalidSpec: the operator could not read the job's spec.
-bool spec_refused(const Json& status) {
+// Planned=False with reason InvalidSpec for this generation: the operator could not read the
+// job's spec (a spec fixed since has a newer generation).
+bool spec_refused(const Json& status, const Json& generation) {
   auto conditions = status.find("conditions");
   if (conditions == status.end() || !conditions->is_array()) return false;
   for (const Json& c : *conditions)
     if (c.is_object() && string_at(c, "type") == "Planned")
-      return string_at(c, "status") == "False" && string_at(c, "reason") == "InvalidSpec";
+      return string_at(c, "status") == "False" && string_at(c, "reason") == "InvalidSpec" &&
+             c.value("observedGeneration", Json()) == generation;
   return false;
 }
 
@@ -140,8 +143,7 @@ void add_node_to_view(ClusterView& view, const Json& node, const planner::GpuCat
   view.nodes.push_back(std::move(n));
 }
 
-void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label, bool deleting,
-                     std::int64_t plan_epoch) {
+void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label, std::int64_t plan_epoch) {
   const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
   if (node.empty() || kube::pod_finished(pod)) return;
   const int gpus = pod_gpus(pod);
@@ -154,7 +156,10 @@ void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_
   if (it == view.index_by_name.end()) return;
   NodeView& n = view.nodes[it->second];
   n.held_by_job[job] += gpus;
-  if (!deleting) n.staying_by_job_epoch[job][plan_epoch] += gpus;
+  if (auto deleted = meta.find("deletionTimestamp"); deleted == meta.end())
+    n.staying_by_job_epoch[job][plan_epoch] += gpus;
+  else if (deleted->is_string())
+    n.leaving_due = kube::later_rfc3339(n.leaving_due, deleted->get<std::string>());
 }
 
 void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_label) {
@@ -164,7 +169,7 @@ void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_
     if (auto text = annotations->find(kPlanAnnotation); text != annotations->end() && text->is_string())
       if (auto plan = parse_pod_plan(text->get<std::string>()); std::holds_alternative<PodPlan>(plan))
         epoch = std::get<PodPlan>(plan).epoch;
-  add_pod_to_view(view, pod, job_label, meta.contains("deletionTimestamp"), epoch);
+  add_pod_to_view(view, pod, job_label, epoch);
 }
 
 void add_job_plan_to_view(ClusterView& view, const Json& job) {
@@ -176,16 +181,17 @@ void add_job_plan_to_view(ClusterView& view, const Json& job) {
   // A finished job's plan is history, and a job whose spec does not parse is not allocated for
   // (the cluster pass skips it): whatever of their pods still runs is held by the pods.
   if (const std::string phase = string_at(status, "phase"); phase == "Succeeded" || phase == "Failed") return;
-  if (spec_refused(status)) return;
+  if (spec_refused(status, meta.value("generation", Json()))) return;
   std::int64_t& plan_epoch = view.planned_jobs[key] = 0;  // no plan: its pods count as they stand
   auto plan = status.find("plan");
   if (plan == status.end() || !plan->is_object()) return;
-  if (auto epoch = plan->find("epoch"); epoch != plan->end() && epoch->is_number_integer())
-    plan_epoch = epoch->get<std::int64_t>();
+  auto epoch = plan->find("epoch");
   auto pods = plan->find("pods");
+  if (epoch == plan->end() || !epoch->is_number_integer() || pods == plan->end() || !pods->is_array()) return;
+  plan_epoch = epoch->get<std::int64_t>();
   // Requeued (or started again): the plan of that epoch has no pods, and its reconcile deletes
   // every pod of that epoch or before, so none of them takes a GPU.
-  if (pods == plan->end() || !pods->is_array() || pods->empty()) {
+  if (pods->empty()) {
     if (plan_epoch < kUnknownEpoch) ++plan_epoch;
     return;
   }

@@ -18,15 +18,16 @@
 //   being deleted or cordoned; its GPU type is the catalog's canonical name for the
 //   `nvidia.com/gpu.product` label (aliases and case folded), or "" when unknown. A pod holds
 //   its `nvidia.com/gpu` limit (else request) on its node until it is Succeeded or Failed. A job
-//   is live (its plan counts) unless its phase is Succeeded or Failed or its spec was refused
-//   (Planned=False, InvalidSpec: the allocator skips it). A live job whose plan has no pods
+//   is live (its plan counts) unless its phase is Succeeded or Failed or its spec of this
+//   generation was refused (Planned=False, InvalidSpec: the allocator skips it). A live job whose plan has no pods
 //   (requeued) takes none of the pods of that plan's epoch or before.
 // Assumes: one GPU type per node (true of every cloud instance type); a live job's pods outside
 //   its plan are being deleted by its own reconcile.
 // Caveats: GPUs of a pod being deleted stay held until the pod is gone (the kubelet's view). A
 //   pod that never finishes terminating (a stuck finalizer) is free in taken() and held in
-//   held(): a pod planned onto its GPUs waits until the job's pod start timeout leaves the node
-//   out. A view built without jobs (planned_jobs empty) has taken() == held().
+//   held(): a pod planned onto its GPUs waits for it until the job's pod start timeout, counted
+//   from leaving_due, leaves the node out. A view built without jobs (planned_jobs empty) has
+//   taken() == held().
 // Cost: O((nodes + pods) log nodes), so a reconcile stays cheap on 1,000 nodes
 //   (bench/operator_scale).
 #pragma once
@@ -55,6 +56,9 @@ struct NodeView {
   // (kUnknownEpoch when unreadable, which counts as current).
   std::map<std::string, std::map<std::int64_t, int>> staying_by_job_epoch;
   std::map<std::string, int> planned_by_job;  // "<ns>/<name>" of a live job -> GPUs its plan puts here
+  // The latest deletionTimestamp (RFC 3339) of a pod being deleted here, "" if none: when the
+  // pods that are leaving were due to be gone.
+  std::string leaving_due;
   int held() const;
 };
 
@@ -91,12 +95,13 @@ int pod_gpus(const nlohmann::json& pod);
 // The pieces of build_cluster_view(), for callers that visit the caches without copying them:
 // add every node first (add_node_to_view), then every pod and job in any order.
 void add_node_to_view(ClusterView& view, const nlohmann::json& node, const planner::GpuCatalog& catalog);
-// `deleting` and `plan_epoch` are what the pod's metadata says (a caller that parsed them passes
-// them; the short form reads them from the pod).
-void add_pod_to_view(ClusterView& view, const nlohmann::json& pod, const std::string& job_label, bool deleting,
+// `plan_epoch` is the epoch of the pod's plan annotation (a caller that parsed it passes it; the
+// short form reads it from the pod).
+void add_pod_to_view(ClusterView& view, const nlohmann::json& pod, const std::string& job_label,
                      std::int64_t plan_epoch);
 void add_pod_to_view(ClusterView& view, const nlohmann::json& pod, const std::string& job_label);
-// A TrainingJob: when live, it joins planned_jobs and its status.plan's pods take their GPUs.
+// A TrainingJob: when live, it joins planned_jobs and its status.plan's pods take their GPUs. A
+// plan without an epoch or pods is no plan (as JobPlan::from_status reads it).
 void add_job_plan_to_view(ClusterView& view, const nlohmann::json& job);
 // Forgets every job's plan (planned_jobs, planned_by_job); what pods hold is kept.
 void clear_plans(ClusterView& view);

@@ -347,9 +347,10 @@ bool own_old_pod_on(const Context& c, const JobPlan& plan, const std::string& no
 
 // When a plan pod that has not started began waiting (RFC 3339), or "" when it is not stuck:
 // it has reported (its sidecar is up, perhaps still stopping old workers within their grace);
-// it is not created because the job's own old pod, or another job's leaving pod, still holds
-// its node, or because the node has room now (converge() creates it in this reconcile); a pod
-// exists since its creation, a missing one since the plan.
+// it is not created because the job's own old pod still holds its node, or because the node
+// has room now (converge() creates it in this reconcile). A pod exists since its creation; a
+// missing one waits since the plan, or, when other jobs' leaving pods hold its GPUs, since
+// they were due to be gone.
 std::string waiting_since(const Context& c, const JobPlan& plan, const PlanPod& pod, const PodObservation* p) {
   const std::string planned = c.status.value("lastRescaleTime", "");
   if (p != nullptr) return p->report ? "" : !p->created.empty() ? p->created : planned;
@@ -359,9 +360,10 @@ std::string waiting_since(const Context& c, const JobPlan& plan, const PlanPod& 
   if (node == nullptr || !node->healthy) return planned;
   if (node->gpus - node->held() >= pod.gpus) return "";
   // The GPUs are the job's by the allocator's account and held only by pods that are leaving
-  // (another job's, shrunk or requeued for it: cluster_view.h): it waits for them to stop, as
-  // for its own old pods, not for the node.
-  if (cluster.free_to(*node, c.job.spec.key()) >= pod.gpus) return "";
+  // (another job's, shrunk or requeued for it: cluster_view.h): it waits for them to stop, and
+  // its time counts from when they were due to be gone, so one stuck terminating is not waited
+  // for forever.
+  if (cluster.free_to(*node, c.job.spec.key()) >= pod.gpus) return kube::later_rfc3339(planned, node->leaving_due);
   return planned;
 }
 
@@ -774,18 +776,28 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   }
 }
 
+// A job whose plan has no pods runs none: a pod of that plan's epoch or before that still runs
+// (a requeue's delete that failed) goes, since the allocator already counts its GPUs as free
+// (cluster_view.h). A pod of a later epoch is one this job's newer status (not seen yet here)
+// created, and a Failed one holds no GPU and keeps its logs.
+void delete_leftover_pods(Context& c, const std::optional<JobPlan>& previous) {
+  if (!previous) return;
+  for (const PodObservation& p : c.job.pods)
+    if (!p.deleting && p.phase != "Succeeded" && p.phase != "Failed" && p.plan && p.plan->epoch <= previous->epoch)
+      c.actions.remove.push_back(p.name);
+}
+
 void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   const JobObservation& job = c.job;
   if (c.status.value("phase", "").empty()) phase(c, "Pending");
-  // A job with no pods in its plan runs none: a pod left by a requeue whose delete failed goes
-  // now. The allocator already counts its GPUs as free (cluster_view.h), so it must not stay.
-  delete_all_pods(c);
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
   if (d == nullptr) {
+    delete_leftover_pods(c, previous);
     condition(c, "Planned", false, "WaitingForAllocator", "waiting for the allocator's first pass");
     return;
   }
   if (d->action != scaler::AllocAction::kAdmit) {
+    delete_leftover_pods(c, previous);
     c.status["queuePosition"] = d->queue_position;
     condition(c, "Planned", false, d->reason_code, d->reason);
     return;
@@ -797,6 +809,14 @@ void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   write_decision(c.status, *d, epoch, job.now);
   c.status.erase("queuePosition");
   if (plan_and_act(c, previous, d->target_gpus, epoch, old_pods, d->reason)) phase(c, "Pending");
+}
+
+// The spec was refused (InvalidSpec) and reads now, fixed or reverted while the pods ran: the
+// plan in force is the job's again (a job without one is told why it waits by no_plan()).
+void spec_reads_again(Context& c, const std::optional<JobPlan>& plan) {
+  if (condition_of(c.status, "Planned").value("reason", "") != "InvalidSpec" || !plan || plan->pods.empty()) return;
+  condition(c, "Planned", true, "Planned",
+            plan->summary() + " on " + std::to_string(plan->gpus) + " GPUs (the spec reads again)");
 }
 
 // A Failed job whose spec changed since it failed (re-applied with a fix) runs again.
@@ -878,6 +898,7 @@ JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& 
       if (!p.deleting && p.phase != "Succeeded" && p.phase != "Failed") c.actions.remove.push_back(p.name);
   } else {
     const std::optional<JobPlan> plan = JobPlan::from_status(c.status.value("plan", Json()));
+    spec_reads_again(c, plan);
     fold_progress(job, c.status);
     if (plan && !plan->pods.empty())
       running_plan(c, *plan, c.status["plan"].value("barrier", plan->epoch));

@@ -227,6 +227,7 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
       n.held_by_job.clear();
       n.staying_by_job_epoch.clear();
       n.planned_by_job.clear();
+      n.leaving_due.clear();
     }
   } else {
     ctx.watched[0].for_each([&](const Json& node) { add_node_to_view(next->view, node, catalog_); });
@@ -237,7 +238,7 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
   ctx.owned[0].for_each([&](const Json& pod) {
     const std::string job = job_key_of_pod(pod);
     if (job.empty()) {
-      add_pod_to_view(next->view, pod, kJobLabel, false, kUnknownEpoch);  // not a job's: held as it stands
+      add_pod_to_view(next->view, pod, kJobLabel, kUnknownEpoch);  // not a job's: held as it stands
       return;
     }
     const Json& meta = pod["metadata"];
@@ -249,8 +250,7 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
         seen = &it->second.second;
     auto& entry = pods->observed[key] = {version, seen != nullptr ? *seen : observe_pod(pod)};
     const PodObservation& observed = entry.second;
-    add_pod_to_view(next->view, pod, kJobLabel, observed.deleting,
-                    observed.plan ? observed.plan->epoch : kUnknownEpoch);
+    add_pod_to_view(next->view, pod, kJobLabel, observed.plan ? observed.plan->epoch : kUnknownEpoch);
     pods->by_job[job].push_back(observed);
   });
   next->pods = std::move(pods);
@@ -325,6 +325,19 @@ void Operator::update_measured_profile(const Json& job, const JobObservation& ob
   if (controller_ != nullptr) controller_->queue().add(kube::cluster_pass_key());  // its table changes
 }
 
+// A pod of the job carries a plan epoch above the job's status as this pass read it: the job
+// cache has not caught up with the job's last status write (a separate watch from the pods').
+// Judged on the older status, the job would read as waiting while its new pods take GPUs, or
+// as running where it no longer is; the pass that the job cache's update queues judges it.
+bool pods_ahead_of_status(const std::map<std::string, std::vector<PodObservation>>& pods_by_job, const std::string& key,
+                          const Json& status) {
+  auto it = pods_by_job.find(key);
+  if (it == pods_by_job.end()) return false;
+  const std::int64_t epoch = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+  return std::any_of(it->second.begin(), it->second.end(),
+                     [&](const PodObservation& p) { return !p.deleting && p.plan && p.plan->epoch > epoch; });
+}
+
 void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   const std::vector<Json> jobs = ctx.primary.list();
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
@@ -357,6 +370,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     const double created = seconds_of(spec.creation_timestamp);
     arrival_times_s.push_back(created);
     if (phase == "Succeeded" || phase == "Failed") continue;
+    if (pods_ahead_of_status(snap->pods->by_job, spec.key(), status)) continue;
     const JobTable& table = table_for(spec, status);
     scaler::AllocatorJob a;
     a.key = spec.key();

@@ -68,6 +68,8 @@ TEST_F(ClusterViewTaken, AShrunkJobsLeavingPodIsFreeBeforeItIsGone) {
   EXPECT_EQ(free_gpus(v), 1);  // the allocator's: 4 - 3 planned
   EXPECT_EQ(v.find("n1")->held(), 2);
   EXPECT_EQ(v.free_on(*v.find("n1")), 1);
+  EXPECT_EQ(v.find("n1")->leaving_due, "2026-11-24T00:00:00Z") << "when the leaving pod was due to be gone";
+  EXPECT_EQ(v.find("n0")->leaving_due, "");
   // Not yet deleted (the plan is written, the reconcile has not acted): the pod's epoch (2)
   // is older than the plan's (3), so it is leaving too.
   const auto before_delete = view({pod("a-n0", "a", "n0", 2, 3), pod("a-n1-g2", "a", "n1", 2, 2)},
@@ -125,10 +127,24 @@ TEST_F(ClusterViewTaken, ARequeuedJobsPodsAreLeavingBeforeTheirDeleteIsSeen) {
 // pods end instead of staying taken until someone fixes the spec.
 TEST_F(ClusterViewTaken, AJobWithARefusedSpecTakesOnlyWhatItsPodsHold) {
   Json refused = job("r", "Running", 2, {{"n0", 2}, {"n1", 2}});
-  refused["status"]["conditions"] = {{{"type", "Planned"}, {"status", "False"}, {"reason", "InvalidSpec"}}};
+  refused["metadata"]["generation"] = 2;
+  refused["status"]["conditions"] = {
+      {{"type", "Planned"}, {"status", "False"}, {"reason", "InvalidSpec"}, {"observedGeneration", 2}}};
   EXPECT_EQ(free_gpus(view({pod("r-n0", "r", "n0", 2, 2)}, {refused})), 2);
+  // Refused for an older generation (the spec was fixed since): live again.
+  refused["metadata"]["generation"] = 3;
+  EXPECT_EQ(free_gpus(view({pod("r-n0", "r", "n0", 2, 2)}, {refused})), 0);
+  refused["metadata"]["generation"] = 2;
   refused["status"]["conditions"][0]["reason"] = "WaitingForGpus";
   EXPECT_EQ(free_gpus(view({pod("r-n0", "r", "n0", 2, 2)}, {refused})), 0);
+}
+
+// A plan without an epoch is no plan to the reconciler (JobPlan::from_status), so not to the
+// view either: the job's pods count as they stand.
+TEST_F(ClusterViewTaken, APlanWithoutAnEpochIsNoPlan) {
+  Json j = job("a", "Running", 2, {{"n0", 2}, {"n1", 2}});
+  j["status"]["plan"].erase("epoch");
+  EXPECT_EQ(free_gpus(view({pod("a-n0", "a", "n0", 2, 2)}, {j})), 2);
 }
 
 // The cluster pass judges the jobs of one read of the job cache: with_plans_of() puts that read's

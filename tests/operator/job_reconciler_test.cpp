@@ -253,6 +253,33 @@ TEST(JobReconciler, StrictJobThatCannotKeepItsDataParallelDegreeIsRequeued) {
   const auto again = h.step();
   ASSERT_EQ(again.remove.size(), 1u);
   EXPECT_EQ(again.remove[0], h.obs.pods[0].name);
+  // A pod of a later epoch than the status this reconcile reads (the job cache lags the pods'):
+  // it belongs to a newer plan of this job and stays.
+  h.obs.pods[0].plan->epoch = h.epoch() + 1;
+  EXPECT_TRUE(h.step().remove.empty());
+  // Admitted again with the leftover there: the new plan keeps it (re-annotated), not deleted
+  // and re-planned around as lost.
+  h.obs.pods[0].plan->epoch = h.epoch();
+  h.cluster.nodes[1].healthy = true;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  const auto admitted = h.step();
+  ASSERT_EQ(admitted.annotate.size(), 1u) << condition_message(*admitted.status, "Planned");
+  EXPECT_EQ(admitted.annotate[0].first, h.obs.pods[0].name);
+  EXPECT_TRUE(admitted.remove.empty());
+}
+
+// A spec refused while the pods ran (InvalidSpec), then fixed or reverted: the plan in force is
+// Planned again, not reported refused for as long as it runs.
+TEST(JobReconciler, ASpecThatReadsAgainIsPlannedAgain) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  h.apply(h.step());
+  ASSERT_EQ(condition(h.obs.status, "Planned"), "True/Planned");
+  fo::set_condition(h.obs.status, "Planned", false, "InvalidSpec", "spec.model: ...", 1, "2026-11-24T00:00:05Z");
+  h.obs.decision.reset();
+  h.apply(h.step());
+  EXPECT_EQ(condition(h.obs.status, "Planned"), "True/Planned");
+  EXPECT_NE(condition_message(h.obs.status, "Planned").find("the spec reads again"), std::string::npos);
 }
 
 TEST(JobReconciler, ANewPodWaitsForItsNodeToHaveTheGpusFree) {
@@ -1112,42 +1139,54 @@ TEST(JobReconciler, APodWaitingForTheJobsOwnOldPodIsNotLeftBehind) {
 }
 
 // The allocator counts a shrunk job's leaving pods as free (cluster_view.h), so a plan may put a
-// pod where another job's pod still stops: that pod waits for it, as for the job's own old pod,
-// and is not left behind; a pod of another job that is staying is what the timeout is for.
-TEST(JobReconciler, APodWaitingForAnotherJobsLeavingPodIsNotLeftBehind) {
+// pod where another job's pod still stops: that pod's time counts from when the leaving pod was
+// due to be gone (its deletionTimestamp), not from the plan, and one stuck terminating is not
+// waited for forever. A pod of another job that stays is what the timeout is for.
+TEST(JobReconciler, APodWaitingForAnotherJobsLeavingPodCountsFromWhenItWasDue) {
   for (const bool other_leaving : {true, false}) {
     SCOPED_TRACE(other_leaving ? "the other job's pod is leaving" : "the other job's pod stays");
     Harness h;
-    admit_with_start_timeout(h);
+    admit_with_start_timeout(h);  // planned at 00:00, timeout 60 s
     h.obs.decision.reset();
     ASSERT_EQ(h.obs.pods.size(), 2u);
     h.report(h.obs.pods[0], flotilla::PodState::kWaiting, 1);
-    // n1's plan pod was not created: job "other" (plan epoch 3) holds n1 with a pod of epoch 2
-    // (shrunk off n1: leaving) or of epoch 3 (its plan still puts it there).
+    // n1's plan pod was not created: job "other" (plan epoch 3) holds n1 with a pod being
+    // deleted, due at 00:29:30 (shrunk off n1: leaving), or with a pod its plan keeps there.
     const std::string n1 = h.obs.pods[1].node;
     h.obs.pods.pop_back();
     for (fo::NodeView& n : h.cluster.nodes) {
       n.planned_by_job["team/demo"] = 2;
       if (n.name != n1) continue;
       n.held_by_job = {{"team/other", 2}};
-      n.staying_by_job_epoch["team/other"][other_leaving ? 2 : 3] = 2;
-      if (!other_leaving) n.planned_by_job["team/other"] = 2;
+      if (other_leaving) {
+        n.leaving_due = "2026-11-24T00:29:30Z";
+      } else {
+        n.staying_by_job_epoch["team/other"][3] = 2;
+        n.planned_by_job["team/other"] = 2;
+      }
     }
     h.cluster.planned_jobs = {{"team/demo", 1}, {"team/other", 3}};
     h.obs.now = "2026-11-24T00:30:00Z";
-    const auto a = h.step();
+    auto a = h.step();
     h.apply(a);
     EXPECT_TRUE(a.create.empty()) << "the kubelet would refuse it: n1's GPUs are held";
-    if (other_leaving) {
-      EXPECT_EQ(h.epoch(), 1) << condition_message(h.obs.status, "Running");
-      EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
-      EXPECT_NE(condition_message(h.obs.status, "Running").find("not created yet: waiting for 2 GPUs on " + n1),
-                std::string::npos)
-          << condition_message(h.obs.status, "Running");
-    } else {
+    if (!other_leaving) {
       EXPECT_EQ(h.epoch(), 2);
       EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
+      continue;
     }
+    EXPECT_EQ(h.epoch(), 1) << condition_message(h.obs.status, "Running");
+    EXPECT_FALSE(h.obs.status.contains("unavailableNodes"));
+    EXPECT_NE(condition_message(h.obs.status, "Running").find("not created yet: waiting for 2 GPUs on " + n1),
+              std::string::npos)
+        << condition_message(h.obs.status, "Running");
+    ASSERT_TRUE(a.requeue_after_seconds);
+    EXPECT_DOUBLE_EQ(*a.requeue_after_seconds, 30) << "woken when 60 s have passed since it was due";
+    // Still there a minute after it was due: stuck terminating; the node is left behind.
+    h.obs.now = "2026-11-24T00:30:30Z";
+    h.apply(h.step());
+    EXPECT_EQ(h.epoch(), 2);
+    EXPECT_EQ(condition(h.obs.status, "Rescaling"), "True/PodStartTimeout");
   }
 }
 
