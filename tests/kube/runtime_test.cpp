@@ -70,6 +70,11 @@ TEST(KubeClock, Rfc3339SecondsAndSums) {
   EXPECT_FALSE(rfc3339_seconds("yesterday"));
   EXPECT_EQ(rfc3339_plus_seconds("2026-12-31T23:50:00Z", 600), "2027-01-01T00:00:00Z");
   EXPECT_EQ(rfc3339_plus_seconds("yesterday", 600), "");
+  // By time, not by text: 00:30 at +01:00 is 23:30 UTC the day before.
+  EXPECT_EQ(later_rfc3339("2026-01-01T00:00:00Z", "2026-01-01T00:30:00+01:00"), "2026-01-01T00:00:00Z");
+  EXPECT_EQ(later_rfc3339("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.5Z"), "2026-01-01T00:00:00.5Z");
+  EXPECT_EQ(later_rfc3339("", "2026-01-01T00:00:00Z"), "2026-01-01T00:00:00Z");
+  EXPECT_EQ(later_rfc3339("2026-01-01T00:00:00Z", "soon"), "2026-01-01T00:00:00Z");
 }
 
 TEST(KubeClock, ManualSleepEndsOnAdvanceOrStop) {
