@@ -161,6 +161,19 @@ PodPrediction JobPlan::predicted_for(const std::string& pod) const {
   return out;
 }
 
+std::optional<double> remaining_train_seconds(const JobPlan& plan, std::int64_t train_steps, const Json& progress) {
+  if (plan.iteration_seconds <= 0) return std::nullopt;
+  const auto number = [&](const char* key) {
+    auto it = progress.is_object() ? progress.find(key) : progress.end();
+    return progress.is_object() && it != progress.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  const double measured_tokens_per_s = number("tokensPerSecond");
+  const double step_s = measured_tokens_per_s > 0 && plan.tokens_per_second > 0
+                            ? plan.iteration_seconds * plan.tokens_per_second / measured_tokens_per_s
+                            : plan.iteration_seconds;
+  return std::max(0.0, static_cast<double>(train_steps) - number("step")) * step_s;
+}
+
 bool same_workers(const JobPlan& a, const JobPlan& b) {
   const auto stage_key = [](const PlanStage& s) {
     return std::tie(s.gpu_type, s.tp, s.first_block, s.last_block, s.pods);

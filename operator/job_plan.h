@@ -124,6 +124,13 @@ PlanOutcome plan_from_placed(const JobSpec& spec, const planner::PlaceResult& pl
 // predictions aside). A new epoch for such a plan would restart every worker for nothing.
 bool same_workers(const JobPlan& a, const JobPlan& b);
 
+// Seconds of training left at the job's current speed: the steps left (train_steps minus
+// status.progress.step) times a step's seconds, as measured (the plan's predicted step time
+// scaled by predicted over measured tokens/s, since a step's tokens are the same) or, before
+// the workers report tokens/s, as predicted; nullopt when the plan predicts no step time.
+std::optional<double> remaining_train_seconds(const JobPlan& plan, std::int64_t train_steps,
+                                              const nlohmann::json& progress);
+
 // What one pod runs under `plan` (barrier: the epoch its workers may start from).
 PodPlan pod_plan_for(const JobSpec& spec, const JobPlan& plan, const PlanPod& pod, std::int64_t barrier);
 

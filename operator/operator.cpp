@@ -394,6 +394,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     if (auto plan = JobPlan::from_status(status.value("plan", Json())); plan && !plan->pods.empty()) {
       a.running = true;
       a.current_gpus = plan->gpus;
+      a.remaining_s = remaining_train_seconds(*plan, spec.train_steps, status.value("progress", Json::object()));
       std::map<std::string, const PodObservation*> job_pods;  // by name
       if (auto it = snap->pods->by_job.find(spec.key()); it != snap->pods->by_job.end())
         for (const PodObservation& p : it->second) job_pods[p.name] = &p;

@@ -207,7 +207,18 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
       if (!choice) continue;
       AllocatorDecision& d = decided[j->key];
       d.benefit = choice->decision;
-      if (choice->scale) {
+      // The restart repays itself only over S/(S-1)·T_o of training at the new speed; a job that
+      // ends sooner would finish later for it.
+      const bool ends_first = choice->scale && input.use_benefit_check && j->remaining_s &&
+                              *j->remaining_s <= choice->decision.required_idle_s;
+      if (ends_first) {
+        d.benefit->scale_up = false;
+        d.reason_code = "BenefitCheckRefused";
+        d.reason = "keep: scale-up to " + std::to_string(choice->target_gpus) + " refused: the job has " +
+                   std::to_string(static_cast<long long>(std::ceil(*j->remaining_s))) +
+                   " s left at its current speed, less than the restart needs to repay itself (" +
+                   d.benefit->explain() + ")";
+      } else if (choice->scale) {
         pool.take(*j, choice->target_gpus - j->current_gpus);
         d.action = AllocAction::kGrow;
         d.target_gpus = choice->target_gpus;

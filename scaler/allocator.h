@@ -10,8 +10,10 @@
 //      most-benefited first, never below their initial size) when that makes enough, else it
 //      waits and, being first in line, blocks scale-ups (later jobs may still backfill);
 //   3. scale-up, only while nobody waits: each running elastic job (fewest GPUs first) takes
-//      the best entry within the free GPUs if the Poisson benefit check passes (§5.1) and its
-//      last rescale is at least its minimum interval ago.
+//      the best entry within the free GPUs if the Poisson benefit check passes (§5.1), the job
+//      has longer left to train than that check's break-even S/(S-1)·T_overhead (a job that
+//      finishes sooner would end later for the restart: T_o + R/S > R), and its last rescale
+//      is at least its minimum interval ago.
 // Guarantees: pure and deterministic (no clock: ages are inputs); every job gets exactly one
 //   decision; no GPU is handed out twice within a pass; a decision that considered a scale-up
 //   carries the benefit check's inputs (λ, S, T_overhead, probability).
@@ -63,6 +65,8 @@ struct AllocatorJob {
   double benefit_threshold = 0.6;
   // λ over this job's own window (spec.elasticity.windowSeconds); unset: the input's λ.
   std::optional<double> arrival_rate_per_s;
+  // Seconds of training left at its current speed; unset: unknown, taken as long.
+  std::optional<double> remaining_s;
 };
 
 struct AllocatorInput {

@@ -102,3 +102,18 @@ TEST(ClusterViewIndex, FindIsRightOnBuiltAndHandBuiltViews) {
   ASSERT_NE(by_hand.find("b"), nullptr);
   EXPECT_EQ(by_hand.find("b")->name, "b");
 }
+
+// job_plan.h: what the allocator is told a running job has left (its scale-up must repay the
+// restart within it). Predicted 0.5 s a step at 1,000 tokens/s; 100 of 300 steps done.
+TEST(RemainingTrainSeconds, MeasuredSpeedWhenReportedElsePredicted) {
+  fo::JobPlan plan;
+  plan.iteration_seconds = 0.5;
+  plan.tokens_per_second = 1000;
+  EXPECT_DOUBLE_EQ(*fo::remaining_train_seconds(plan, 300, {{"step", 100}}), 200 * 0.5);
+  // Measured at 250 tokens/s, a quarter of the prediction: a step takes 2 s.
+  EXPECT_DOUBLE_EQ(*fo::remaining_train_seconds(plan, 300, {{"step", 100}, {"tokensPerSecond", 250.0}}), 200 * 2.0);
+  EXPECT_DOUBLE_EQ(*fo::remaining_train_seconds(plan, 300, {{"step", 300}}), 0);
+  EXPECT_DOUBLE_EQ(*fo::remaining_train_seconds(plan, 300, nlohmann::json()), 300 * 0.5);
+  plan.iteration_seconds = 0;
+  EXPECT_FALSE(fo::remaining_train_seconds(plan, 300, {{"step", 100}}));
+}

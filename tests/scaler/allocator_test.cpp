@@ -101,6 +101,35 @@ TEST(Allocator, ScaleUpPassesWhenNoJobsArriveAndIsRefusedWhenTheyArriveOften) {
   EXPECT_NEAR(d.benefit->probability, std::exp(-0.1 * 2.9 / 1.9 * 30), 1e-12);
 }
 
+// A job about to finish is not restarted for speed it would not live to use: scaled up with
+// speedup S after a restart of T_o, R seconds of training take T_o + R/S, which is less than R
+// only when R > S/(S-1)·T_o. With λ = 0 the Poisson check passes; S = 2.9, T_o = 30 s:
+// break-even 2.9 / 1.9 x 30 = 45.79 s.
+TEST(Allocator, AJobThatFinishesBeforeTheRestartRepaysItselfIsNotScaledUp) {
+  const auto t = table();
+  fs::AllocatorInput in;
+  in.free_gpus_by_type = {{"A100-80", 6}};
+  in.arrival_rate_per_s = 0;
+  in.jobs = {job("r", true, 2, &t)};
+  in.jobs[0].remaining_s = 45.0;
+  auto ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kKeep);
+  EXPECT_EQ(of(ds, "r").reason_code, "BenefitCheckRefused");
+  ASSERT_TRUE(of(ds, "r").benefit);
+  EXPECT_FALSE(of(ds, "r").benefit->scale_up);
+  EXPECT_NEAR(of(ds, "r").benefit->required_idle_s, 2.9 / 1.9 * 30, 1e-9);
+  EXPECT_NE(of(ds, "r").reason.find("the job has 45 s left"), std::string::npos) << of(ds, "r").reason;
+  in.jobs[0].remaining_s = 46.0;
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kGrow);
+  EXPECT_EQ(of(ds, "r").target_gpus, 8);
+  // The greedy baseline (no benefit check) scales regardless, as before.
+  in.jobs[0].remaining_s = 1.0;
+  in.use_benefit_check = false;
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kGrow);
+}
+
 TEST(Allocator, AJobsOwnArrivalRateOverridesTheClusterRate) {
   // The cluster's λ = 0 would pass any speedup; the job's own window saw 0.1 arrivals/s, so
   // its check uses that: P = exp(-0.1 x 2.9 / 1.9 x 30 s) = 0.0103 < 0.6, refused.
