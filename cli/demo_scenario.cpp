@@ -152,7 +152,7 @@ ScenarioResult run_scenario(kube::Client& client, DemoObserver& observer, const 
       const DecisionRecord& d = observer.decisions()[i];
       if (d.job == e && d.has_benefit) {
         r.brief.decision = d;
-        r.brief.refused = d.action != "scale-up";
+        r.brief.refused = d.action != "scale-up" && d.probability < d.threshold;  // the Poisson check's answer
         return true;
       }
     }

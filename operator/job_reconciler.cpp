@@ -728,8 +728,9 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     }
   }
   // A refused scale-up changes nothing but is the answer users look for (why did my job not
-  // grow onto the idle GPUs?): its λ, S, overhead and probability go to status once per change.
-  if (d != nullptr && d->benefit && !d->benefit->scale_up &&
+  // grow onto the idle GPUs?): its λ, S, overhead and probability go to status once per change,
+  // whether the Poisson check refused it or the job ends too soon to repay the restart.
+  if (d != nullptr && d->benefit && d->action == scaler::AllocAction::kKeep &&
       c.status.value("lastDecision", Json::object()).value("reason", "") != d->reason) {
     write_decision(c.status, *d, plan.epoch, job.now);
     event(c, "Normal", d->reason_code, d->reason);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "scaler/scaling_policy.h"
 
@@ -97,6 +98,12 @@ std::vector<ElasticJobView> victims_for(const AllocatorJob& waiting, const std::
     views.push_back({id, j.current_gpus, j.table, j.overhead_s});
   }
   return views;
+}
+
+std::string format_seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  return text;
 }
 
 }  // namespace
@@ -212,12 +219,13 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
       const bool ends_first = choice->scale && input.use_benefit_check && j->remaining_s &&
                               *j->remaining_s <= choice->decision.required_idle_s;
       if (ends_first) {
-        d.benefit->scale_up = false;
-        d.reason_code = "BenefitCheckRefused";
-        d.reason = "keep: scale-up to " + std::to_string(choice->target_gpus) + " refused: the job has " +
-                   std::to_string(static_cast<long long>(std::ceil(*j->remaining_s))) +
-                   " s left at its current speed, less than the restart needs to repay itself (" +
-                   d.benefit->explain() + ")";
+        // The reason names no live number (the seconds left move every step): a status write and
+        // an event go out once per change of the decision, not once per step.
+        d.reason_code = "EndsBeforeRestartRepays";
+        d.reason = "keep: scale-up to " + std::to_string(choice->target_gpus) +
+                   " refused: the job ends before the restart repays itself (it needs more than " +
+                   format_seconds(choice->decision.required_idle_s) +
+                   " s of training left; the Poisson check alone: " + choice->decision.explain() + ")";
       } else if (choice->scale) {
         pool.take(*j, choice->target_gpus - j->current_gpus);
         d.action = AllocAction::kGrow;

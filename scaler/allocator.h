@@ -12,7 +12,8 @@
 //   3. scale-up, only while nobody waits: each running elastic job (fewest GPUs first) takes
 //      the best entry within the free GPUs if the Poisson benefit check passes (§5.1), the job
 //      has longer left to train than that check's break-even S/(S-1)·T_overhead (a job that
-//      finishes sooner would end later for the restart: T_o + R/S > R), and its last rescale
+//      finishes sooner would end later for the restart: T_o + R/S > R; reason code
+//      EndsBeforeRestartRepays, the check's inputs kept as it answered), and its last rescale
 //      is at least its minimum interval ago.
 // Guarantees: pure and deterministic (no clock: ages are inputs); every job gets exactly one
 //   decision; no GPU is handed out twice within a pass; a decision that considered a scale-up

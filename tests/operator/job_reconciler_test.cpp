@@ -409,6 +409,21 @@ TEST(JobReconciler, ARefusedScaleUpIsWrittenToStatusWithItsInputsOnce) {
   ASSERT_EQ(recent.size(), 2u);
   EXPECT_EQ(recent[0].action, "admit");
   EXPECT_EQ(recent[1].action, "keep");
+  // Refused because the job ends too soon, though the Poisson check passed: written and
+  // evented the same way, once.
+  fs::AllocatorDecision ends = decision(fs::AllocAction::kKeep, 1, "EndsBeforeRestartRepays");
+  ends.benefit = fs::check_benefit(0.0, 1.5, 3.0);
+  ASSERT_TRUE(ends.benefit->scale_up);
+  ends.reason = "keep: scale-up to 4 refused: the job ends before the restart repays itself";
+  h.obs.decision = ends;
+  a = h.step();
+  h.apply(a);
+  int ends_events = 0;
+  for (const auto& e : a.events) ends_events += e.reason == "EndsBeforeRestartRepays";
+  EXPECT_EQ(ends_events, 1);
+  EXPECT_EQ(h.obs.status["lastDecision"].value("reason", ""), ends.reason);
+  a = h.step();
+  for (const auto& e : a.events) EXPECT_NE(e.reason, "EndsBeforeRestartRepays") << "once per change";
 }
 
 namespace {

@@ -114,11 +114,26 @@ TEST(Allocator, AJobThatFinishesBeforeTheRestartRepaysItselfIsNotScaledUp) {
   in.jobs[0].remaining_s = 45.0;
   auto ds = fs::allocate(in);
   EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kKeep);
-  EXPECT_EQ(of(ds, "r").reason_code, "BenefitCheckRefused");
+  EXPECT_EQ(of(ds, "r").reason_code, "EndsBeforeRestartRepays");
   ASSERT_TRUE(of(ds, "r").benefit);
-  EXPECT_FALSE(of(ds, "r").benefit->scale_up);
+  EXPECT_TRUE(of(ds, "r").benefit->scale_up) << "the Poisson check's own answer is kept";
   EXPECT_NEAR(of(ds, "r").benefit->required_idle_s, 2.9 / 1.9 * 30, 1e-9);
-  EXPECT_NE(of(ds, "r").reason.find("the job has 45 s left"), std::string::npos) << of(ds, "r").reason;
+  EXPECT_NE(of(ds, "r").reason.find("needs more than 45.8 s of training left"), std::string::npos)
+      << of(ds, "r").reason;
+  // The reason does not move with the seconds left (one status write and event per change).
+  const std::string reason = of(ds, "r").reason;
+  in.jobs[0].remaining_s = 30.0;
+  EXPECT_EQ(of(fs::allocate(in), "r").reason, reason);
+  // The GPUs it did not take go to the next grower.
+  const auto t2 = table();
+  in.jobs.push_back(job("s", true, 2, &t2));
+  in.jobs[1].arrival_order = 1;
+  in.free_gpus_by_type = {{"A100-80", 6}};
+  ds = fs::allocate(in);
+  EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kKeep);
+  EXPECT_EQ(of(ds, "s").action, fs::AllocAction::kGrow);
+  EXPECT_EQ(of(ds, "s").target_gpus, 8);
+  in.jobs.pop_back();
   in.jobs[0].remaining_s = 46.0;
   ds = fs::allocate(in);
   EXPECT_EQ(of(ds, "r").action, fs::AllocAction::kGrow);
