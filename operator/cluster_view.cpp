@@ -79,14 +79,11 @@ int value_or_zero(const std::map<std::string, int>& m, const std::string& key) {
 }  // namespace
 
 int ClusterView::taken(const NodeView& node) const {
+  // Every job with pods or a plan here, once each.
   int n = 0;
-  for (const auto& [job, gpus] : node.held_by_job)
-    if (auto live = planned_jobs.find(job); live == planned_jobs.end())
-      n += gpus;
-    else
-      n += std::max(value_or_zero(node.planned_by_job, job), staying_since(node, job, live->second));
+  for (const auto& [job, gpus] : node.held_by_job) n += own_share(node, job);
   for (const auto& [job, gpus] : node.planned_by_job)
-    if (!node.held_by_job.contains(job)) n += gpus;
+    if (!node.held_by_job.contains(job)) n += own_share(node, job);
   return n;
 }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "common/significant_digits.h"
 #include "scaler/scaling_policy.h"
 
 namespace flotilla::scaler {
@@ -98,12 +98,6 @@ std::vector<ElasticJobView> victims_for(const AllocatorJob& waiting, const std::
     views.push_back({id, j.current_gpus, j.table, j.overhead_s});
   }
   return views;
-}
-
-std::string format_seconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", seconds);
-  return text;
 }
 
 }  // namespace
@@ -224,7 +218,7 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
         d.reason_code = "EndsBeforeRestartRepays";
         d.reason = "keep: scale-up to " + std::to_string(choice->target_gpus) +
                    " refused: the job ends before the restart repays itself (it needs more than " +
-                   format_seconds(choice->decision.required_idle_s) +
+                   significant_digits_text(choice->decision.required_idle_s, 3) +
                    " s of training left; the Poisson check alone: " + choice->decision.explain() + ")";
       } else if (choice->scale) {
         pool.take(*j, choice->target_gpus - j->current_gpus);

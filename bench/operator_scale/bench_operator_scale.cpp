@@ -415,12 +415,17 @@ class Scale {
   SteadyClock::time_point submitted_;
 };
 
-// The first Planned=False reason that is the spec's fault (not a wait for GPUs), or "".
-std::string invalid_specs(const ScaleResult& r) {
+// True when some job waits for its spec's fault (Planned=False InvalidSpec or MegatronCannotRun,
+// not a wait for GPUs), said on stderr: the bench would then measure nothing of those jobs.
+bool mix_refused(const ScaleResult& r) {
   for (const auto& [reason, n] : r.waiting_reasons)
-    if (reason.rfind("InvalidSpec", 0) == 0 || reason.rfind("MegatronCannotRun", 0) == 0)
-      return std::to_string(n) + " jobs " + reason;
-  return "";
+    if (reason.rfind("InvalidSpec", 0) == 0 || reason.rfind("MegatronCannotRun", 0) == 0) {
+      std::fprintf(stderr,
+                   "bench_operator_scale: the job mix is not valid, so the bench measures nothing: %d jobs %s\n", n,
+                   reason.c_str());
+      return true;
+    }
+  return false;
 }
 
 void print(const ScaleResult& r) {
@@ -493,11 +498,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   print(base);
-  if (const std::string bad = invalid_specs(base); !bad.empty()) {
-    std::fprintf(stderr, "bench_operator_scale: the job mix is not valid, so the bench measures nothing: %s\n",
-                 bad.c_str());
-    return 1;
-  }
+  if (mix_refused(base)) return 1;
   {
     Scale s(jobs, zones, settle_s, timeout_s);
     big = s.run();
@@ -507,11 +508,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   print(big);
-  if (const std::string bad = invalid_specs(big); !bad.empty()) {
-    std::fprintf(stderr, "bench_operator_scale: the job mix is not valid, so the bench measures nothing: %s\n",
-                 bad.c_str());
-    return 1;
-  }
+  if (mix_refused(big)) return 1;
   const double scale = ratio(jobs, baseline);
   std::printf(
       "ratio %d / %d jobs (x%.0f): reconcile p50 x%.2f, p99 x%.2f; cluster pass p99 x%.2f; RSS x%.2f; "
