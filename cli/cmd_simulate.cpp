@@ -25,7 +25,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SimMetrics, jobs, elastic_jobs, skipped_jobs,
                                    elastic_jct_p50_s, elastic_jct_p99_s, nonelastic_queue_mean_s,
                                    nonelastic_queue_p50_s, nonelastic_queue_p99_s, gpu_utilization, scaling_events,
                                    scale_ups, preemption_shrinks, preemptions_aborted, node_loss_shrinks, requeues,
-                                   benefit_checks_passed, benefit_checks_refused, overhead_gpu_hours, makespan_s)
+                                   benefit_checks_passed, benefit_checks_refused, ends_before_restart_repays,
+                                   overhead_gpu_hours, makespan_s)
 }  // namespace flotilla::simulator
 
 namespace {
@@ -203,8 +204,9 @@ int run(const std::vector<std::string>& args) {
                 m.scaling_events, m.scale_ups, m.preemption_shrinks, m.node_loss_shrinks,
                 m.preemptions_aborted, m.requeues);
     if (opt.policy == Policy::flextrain)
-      std::printf("  benefit checks          %d passed, %d refused\n", m.benefit_checks_passed,
-                  m.benefit_checks_refused);
+      std::printf("  benefit checks          %d passed (%d of them kept: the job ended before the restart "
+                  "repaid), %d refused\n",
+                  m.benefit_checks_passed, m.ends_before_restart_repays, m.benefit_checks_refused);
     std::printf("  GPU-hours lost to overhead %.1f\n", m.overhead_gpu_hours);
     std::printf("  simulated in %.3f s\n", wall_s);
     for (const auto& v : r.invariant_violations) std::printf("  INVARIANT VIOLATION: %s\n", v.c_str());

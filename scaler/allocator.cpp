@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/significant_digits.h"
 #include "scaler/scaling_policy.h"
 
 namespace flotilla::scaler {
@@ -200,7 +199,7 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
         decided[j->key].reason_code = "MinInterval";
         continue;
       }
-      ElasticJobView view{0, j->current_gpus, j->table, j->overhead_s};
+      ElasticJobView view{0, j->current_gpus, j->table, j->overhead_s, j->remaining_s};
       BenefitCheckParams params;
       params.threshold_probability = j->benefit_threshold;
       auto choice = choose_scale_up(view, free, j->arrival_rate_per_s.value_or(input.arrival_rate_per_s),
@@ -208,18 +207,10 @@ std::vector<AllocatorDecision> allocate(const AllocatorInput& input) {
       if (!choice) continue;
       AllocatorDecision& d = decided[j->key];
       d.benefit = choice->decision;
-      // The restart repays itself only over S/(S-1)·T_o of training at the new speed; a job that
-      // ends sooner would finish later for it.
-      const bool ends_first = choice->scale && input.use_benefit_check && j->remaining_s &&
-                              *j->remaining_s <= choice->decision.required_idle_s;
-      if (ends_first) {
-        // The reason names no live number (the seconds left move every step): a status write and
-        // an event go out once per change of the decision, not once per step.
+      if (choice->ends_before_restart_repays) {
         d.reason_code = "EndsBeforeRestartRepays";
         d.reason = "keep: scale-up to " + std::to_string(choice->target_gpus) +
-                   " refused: the job ends before the restart repays itself (it needs more than " +
-                   significant_digits_text(choice->decision.required_idle_s, 3) +
-                   " s of training left; the Poisson check alone: " + choice->decision.explain() + ")";
+                   " refused: " + ends_before_restart_repays_explain(*choice);
       } else if (choice->scale) {
         pool.take(*j, choice->target_gpus - j->current_gpus);
         d.action = AllocAction::kGrow;

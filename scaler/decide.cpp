@@ -41,7 +41,7 @@ Decision decide(const ScaleTable& table, const JobSnapshot& job, const DecidePar
     d.reason = "keep: jobs are waiting for GPUs";
     return d;
   }
-  ElasticJobView view{0, job.current_gpus, &table, 0.0};
+  ElasticJobView view{0, job.current_gpus, &table, 0.0, job.remaining_s};
   const auto target = choose_scale_up(view, job.free_gpus, job.arrival_rate_per_s, false);
   if (!target) {
     d.reason = "keep: no layout within " + std::to_string(job.free_gpus) +
@@ -56,6 +56,12 @@ Decision decide(const ScaleTable& table, const JobSnapshot& job, const DecidePar
                                       params.use_benefit_check, params.benefit);
   d.benefit = choice->decision;
   d.overhead_s = view.overhead_s;
+  if (choice->ends_before_restart_repays) {
+    d.ends_before_restart_repays = true;
+    d.reason = "keep: scale-up to " + std::to_string(choice->target_gpus) +
+               " refused: " + ends_before_restart_repays_explain(*choice);
+    return d;
+  }
   if (!choice->scale) {
     d.reason = choice->decision.explain();
     return d;

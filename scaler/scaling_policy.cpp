@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/significant_digits.h"
+
 namespace flotilla::scaler {
 
 std::vector<int> scale_up_order(const std::vector<ElasticJobView>& jobs) {
@@ -30,7 +32,17 @@ std::optional<ScaleUpChoice> choose_scale_up(const ElasticJobView& job, int free
   choice.speedup = best->speedup / current;
   choice.decision = check_benefit(arrival_rate_per_s, choice.speedup, job.overhead_s, params);
   choice.scale = use_benefit_check ? choice.decision.scale_up : true;
+  if (use_benefit_check && choice.scale && job.remaining_s && *job.remaining_s <= choice.decision.required_idle_s) {
+    choice.scale = false;
+    choice.ends_before_restart_repays = true;
+  }
   return choice;
+}
+
+std::string ends_before_restart_repays_explain(const ScaleUpChoice& choice) {
+  return "the job ends before the restart repays itself (it needs more than " +
+         significant_digits_text(choice.decision.required_idle_s, 3) +
+         " s of training left; the Poisson check alone: " + choice.decision.explain() + ")";
 }
 
 PreemptionPlan plan_preemption(int gpus_needed, int gpus_free,

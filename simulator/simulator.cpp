@@ -74,6 +74,7 @@ struct Job {
   int gpus = 0;
   Allocation alloc;
   double work = 0, last_s = 0, pause_until = 0, speed = 1;
+  double end_s = 0;  // while running: when it completes at its current speed
   int version = 0;
   JobOutcome out;
 };
@@ -271,6 +272,7 @@ class Simulation {
     ++j.version;
     const double left = std::max(0.0, j.trace.duration_s - j.work);
     const double t = std::max(now, j.pause_until) + left / j.speed;
+    j.end_s = t;
     push({t, 0, seq_++, static_cast<int>(&j - jobs_.data()), j.version});
   }
 
@@ -444,12 +446,13 @@ class Simulation {
       snap.free_gpus = free;
       snap.arrival_rate_per_s = lambda;
       snap.checkpoint_bytes = j.mt->checkpoint_bytes;
+      snap.remaining_s = j.end_s - now;  // it is not restarting (ready), so all of it is training
       const auto d = decide(j.mt->table, snap, params);
       if (d.benefit && params.use_benefit_check) {
-        if (result_.sample_decisions.size() < 20)
-          result_.sample_decisions.push_back(j.trace.id + " " + d.benefit->explain());
+        if (result_.sample_decisions.size() < 20) result_.sample_decisions.push_back(j.trace.id + " " + d.reason);
         if (d.benefit->scale_up) ++result_.metrics.benefit_checks_passed;
         else ++result_.metrics.benefit_checks_refused;
+        if (d.ends_before_restart_repays) ++result_.metrics.ends_before_restart_repays;
       }
       if (d.action != ScaleAction::scale_up) continue;
       auto a = cluster_.place(d.target_gpus - j.gpus, true, j.type);

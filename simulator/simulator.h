@@ -116,6 +116,8 @@ struct SimMetrics {
   int requeues = 0;
   int benefit_checks_passed = 0;
   int benefit_checks_refused = 0;
+  // Of the passed checks: scale-ups not made, the job ending before the restart repays itself.
+  int ends_before_restart_repays = 0;
   double overhead_gpu_hours = 0;
   double makespan_s = 0;
 };

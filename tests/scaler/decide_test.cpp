@@ -59,3 +59,31 @@ TEST(ScalerDecide, KeepsWhileJobsWaitAndShrinksOrRequeuesOnLoss) {
   EXPECT_EQ(d.action, ScaleAction::requeue);
   EXPECT_STREQ(to_string(d.action), "requeue");
 }
+
+// A job with R seconds of training left, scaled up with speedup S after a restart of T_o,
+// finishes at T_o + R/S: later than R unless R > S/(S-1)·T_o. 16 -> 32 GPUs: S = 1.8,
+// T_o = 120 s measured: break-even 2.25 x 120 = 270 s. λ = 0, so the Poisson check passes.
+TEST(ScalerDecide, AJobThatEndsBeforeTheRestartRepaysItselfKeepsItsGpus) {
+  const auto t = table();
+  JobSnapshot j{.current_gpus = 16, .free_gpus = 20, .arrival_rate_per_s = 0, .measured_restart_s = 120};
+  j.remaining_s = 270;
+  auto d = decide(t, j);
+  EXPECT_EQ(d.action, ScaleAction::keep);
+  EXPECT_TRUE(d.ends_before_restart_repays);
+  ASSERT_TRUE(d.benefit);
+  EXPECT_TRUE(d.benefit->scale_up) << "the Poisson check's own answer is kept";
+  EXPECT_NEAR(d.benefit->required_idle_s, 270, 1e-9);
+  EXPECT_NE(d.reason.find("needs more than 270 s of training left"), std::string::npos) << d.reason;
+  j.remaining_s = 271;
+  d = decide(t, j);
+  EXPECT_EQ(d.action, ScaleAction::scale_up);
+  EXPECT_FALSE(d.ends_before_restart_repays);
+  EXPECT_EQ(d.target_gpus, 32);
+  // Unknown time left is taken as long; the greedy baseline has no check and no guard.
+  j.remaining_s.reset();
+  EXPECT_EQ(decide(t, j).action, ScaleAction::scale_up);
+  j.remaining_s = 1;
+  DecideParams greedy;
+  greedy.use_benefit_check = false;
+  EXPECT_EQ(decide(t, j, greedy).action, ScaleAction::scale_up);
+}

@@ -141,7 +141,9 @@ TEST(ScalerSimulator, InvariantsHoldOnARealTraceForEveryPolicy) {
     double work = 0;
     for (const auto& j : r.jobs) work += j.work_s;
     EXPECT_NEAR(work, total_work, 1e-6 * total_work) << policy_name(p);
-    if (p != Policy::static_fcfs) EXPECT_GT(r.metrics.scaling_events, 0) << policy_name(p);
+    if (p != Policy::static_fcfs) {
+      EXPECT_GT(r.metrics.scaling_events, 0) << policy_name(p);
+    }
   }
 }
 
@@ -174,4 +176,27 @@ TEST(ScalerSimulator, DeterministicForASeedAndNestedAcrossFractions) {
   bool differs = false;
   for (size_t i = 0; i < a.jobs.size(); ++i) differs |= a.jobs[i].elastic != other.jobs[i].elastic;
   EXPECT_TRUE(differs);
+}
+
+// The simulator passes each job's training left to decide(), as the operator passes it to the
+// allocator: when N finishes at t = 1000, E has 1 s left, far under any restart's break-even
+// S/(S-1)·T_o (T_o is tens of seconds here), and keeps its 32 GPUs; with 10^5 s left it grows.
+TEST(ScalerSimulator, AJobAboutToFinishIsNotScaledUp) {
+  const auto run = [](double e_duration_s) {
+    const std::vector<TraceJob> trace = {{"N", 0, 1000, 32}, {"E", 0, e_duration_s, 32}};
+    return simulate(trace, nodes(8), opts(Policy::flextrain));
+  };
+  const auto ending = run(1001);
+  EXPECT_TRUE(ending.invariant_violations.empty()) << ending.invariant_violations.front();
+  EXPECT_EQ(ending.metrics.scale_ups, 0);
+  EXPECT_EQ(ending.metrics.benefit_checks_passed, 1) << "the Poisson check itself passed";
+  EXPECT_EQ(ending.metrics.ends_before_restart_repays, 1);
+  EXPECT_DOUBLE_EQ(job(ending, "E").finish_s, 1001);
+  ASSERT_FALSE(ending.sample_decisions.empty());
+  EXPECT_NE(ending.sample_decisions[0].find("ends before the restart repays itself"), std::string::npos)
+      << ending.sample_decisions[0];
+  const auto long_left = run(101000);
+  EXPECT_EQ(long_left.metrics.scale_ups, 1);
+  EXPECT_EQ(long_left.metrics.ends_before_restart_repays, 0);
+  EXPECT_GT(job(long_left, "E").max_gpus, 32);
 }
