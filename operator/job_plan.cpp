@@ -231,8 +231,15 @@ Json JobPlan::to_status() const {
   return out;
 }
 
-std::optional<JobPlan> JobPlan::from_status(const Json& j) {
-  if (!j.is_object() || !j.contains("epoch") || !j.contains("pods")) return std::nullopt;
+std::optional<JobPlan> JobPlan::from_status(const Json& j, std::string* unreadable_why) {
+  const auto unreadable = [&](const std::string& why) -> std::optional<JobPlan> {
+    if (unreadable_why != nullptr) *unreadable_why = why;
+    return std::nullopt;
+  };
+  if (j.is_null()) return std::nullopt;
+  if (!j.is_object()) return unreadable("not an object");
+  if (!j.contains("epoch")) return unreadable("no epoch");
+  if (!j.contains("pods")) return unreadable("no pods");
   try {
     JobPlan p;
     p.epoch = j.at("epoch").get<std::int64_t>();
@@ -258,8 +265,8 @@ std::optional<JobPlan> JobPlan::from_status(const Json& j) {
     p.tokens_per_second = predicted.value("tokensPerSecond", 0.0);
     p.usd_per_hour = predicted.value("usdPerHour", 0.0);
     return p;
-  } catch (const Json::exception&) {
-    return std::nullopt;
+  } catch (const Json::exception& e) {
+    return unreadable(e.what());
   }
 }
 

@@ -87,7 +87,9 @@ struct JobPlan {
   // it runs ranks of. The headroom is the pod's.
   PodPrediction predicted_for(const std::string& pod) const;
   nlohmann::json to_status() const;
-  static std::optional<JobPlan> from_status(const nlohmann::json& plan);
+  // nullopt for no plan (null, absent) and for one that cannot be read; for the latter,
+  // `unreadable_why` (when given) says why in a few words ("epoch: type must be number, …").
+  static std::optional<JobPlan> from_status(const nlohmann::json& plan, std::string* unreadable_why = nullptr);
 };
 
 struct PlanConstraints {

@@ -788,6 +788,18 @@ void delete_leftover_pods(Context& c, const std::optional<JobPlan>& previous) {
       c.actions.remove.push_back(p.name);
 }
 
+// The highest plan epoch any of the job's pods carries (annotation or report); 0 for none. A new
+// plan is numbered above it: a pod compares epochs, and one that read a higher epoch than the new
+// plan's would take the new plan for an older one.
+std::int64_t highest_pod_epoch(const JobObservation& job) {
+  std::int64_t highest = 0;
+  for (const PodObservation& p : job.pods) {
+    if (p.plan) highest = std::max(highest, p.plan->epoch);
+    if (p.report) highest = std::max(highest, p.report->epoch);
+  }
+  return highest;
+}
+
 void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   const JobObservation& job = c.job;
   if (c.status.value("phase", "").empty()) phase(c, "Pending");
@@ -806,10 +818,20 @@ void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   // Old pods of a requeued job must be gone before new workers start.
   bool old_pods = false;
   for (const PodObservation& p : job.pods) old_pods = old_pods || (p.phase != "Succeeded" && p.phase != "Failed");
-  const std::int64_t epoch = previous ? previous->epoch + 1 : 1;
+  const std::int64_t epoch = std::max(previous ? previous->epoch : 0, highest_pod_epoch(job)) + 1;
   write_decision(c.status, *d, epoch, job.now);
   c.status.erase("queuePosition");
   if (plan_and_act(c, previous, d->target_gpus, epoch, old_pods, d->reason)) phase(c, "Pending");
+}
+
+// status.plan that cannot be read (edited by hand, or written by another version of the
+// operator): said once, with why, and set aside; the job is then a job without a plan, admitted
+// again by the allocator and planned under an epoch above its pods' (no_plan()), keeping the
+// pods the new plan places where they stand.
+void set_aside_unreadable_plan(Context& c, const std::string& why) {
+  event(c, "Warning", "PlanUnreadable",
+        "status.plan cannot be read (" + why + "); it is set aside and the job planned again under an epoch above its pods'");
+  c.status.erase("plan");
 }
 
 // The spec was refused (InvalidSpec) and reads now, fixed or reverted while the pods ran: the
@@ -898,7 +920,9 @@ JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& 
     for (const PodObservation& p : job.pods)
       if (!p.deleting && p.phase != "Succeeded" && p.phase != "Failed") c.actions.remove.push_back(p.name);
   } else {
-    const std::optional<JobPlan> plan = JobPlan::from_status(c.status.value("plan", Json()));
+    std::string unreadable;
+    const std::optional<JobPlan> plan = JobPlan::from_status(c.status.value("plan", Json()), &unreadable);
+    if (!unreadable.empty()) set_aside_unreadable_plan(c, unreadable);
     spec_reads_again(c, plan);
     fold_progress(job, c.status);
     if (plan && !plan->pods.empty())

@@ -268,6 +268,47 @@ TEST(JobReconciler, StrictJobThatCannotKeepItsDataParallelDegreeIsRequeued) {
   EXPECT_TRUE(admitted.remove.empty());
 }
 
+// A status.plan that cannot be read (an edit by hand, another operator version) is said once,
+// with why, and set aside; re-admitted, the job is planned under an epoch above every epoch its
+// pods carry (3 here, where the unreadable plan would have given 1), and its pods are kept.
+TEST(JobReconciler, AnUnreadablePlanIsSaidOnceAndReplacedAboveThePodsEpochs) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  ASSERT_EQ(h.obs.pods.size(), 2u);
+  for (auto& p : h.obs.pods) {
+    p.phase = "Running";
+    p.plan->epoch = 3;
+    h.report(p, flotilla::PodState::kRunning, 3, 40);
+  }
+  h.obs.status["plan"]["epoch"] = "three";
+  h.obs.decision.reset();
+  auto a = h.step();
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].reason, "PlanUnreadable");
+  EXPECT_NE(a.events[0].message.find("type must be number"), std::string::npos) << a.events[0].message;
+  EXPECT_TRUE(a.remove.empty()) << "the workers go on training while the job waits to be admitted again";
+  ASSERT_TRUE(a.status);
+  EXPECT_FALSE(a.status->contains("plan"));
+  h.apply(a);
+  EXPECT_TRUE(h.step().events.empty()) << "said once";
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 4);
+  EXPECT_TRUE(a.create.empty());
+  EXPECT_TRUE(a.remove.empty());
+  ASSERT_EQ(a.annotate.size(), 2u);
+  EXPECT_EQ(a.annotate[0].second.epoch, 4);
+  // A plan without pods is unreadable too; one that is null is no plan, and says nothing.
+  std::string why;
+  EXPECT_FALSE(fo::JobPlan::from_status(nlohmann::json{{"epoch", 2}}, &why));
+  EXPECT_EQ(why, "no pods");
+  why.clear();
+  EXPECT_FALSE(fo::JobPlan::from_status(nlohmann::json(), &why));
+  EXPECT_EQ(why, "");
+}
+
 // A spec refused while the pods ran (InvalidSpec), then fixed or reverted: the plan in force is
 // Planned again, not reported refused for as long as it runs.
 TEST(JobReconciler, ASpecThatReadsAgainIsPlannedAgain) {
