@@ -231,6 +231,14 @@ Json JobPlan::to_status() const {
   return out;
 }
 
+std::int64_t plan_epoch_of(const Json& status) {
+  if (!status.is_object()) return 0;
+  const auto plan = status.find("plan");
+  if (plan == status.end() || !plan->is_object()) return 0;
+  const auto epoch = plan->find("epoch");
+  return epoch != plan->end() && epoch->is_number_integer() ? epoch->get<std::int64_t>() : 0;
+}
+
 std::optional<JobPlan> JobPlan::from_status(const Json& j, std::string* unreadable_why) {
   const auto unreadable = [&](const std::string& why) -> std::optional<JobPlan> {
     if (unreadable_why != nullptr) *unreadable_why = why;

@@ -92,6 +92,11 @@ struct JobPlan {
   static std::optional<JobPlan> from_status(const nlohmann::json& plan, std::string* unreadable_why = nullptr);
 };
 
+// status.plan.epoch as the operator writes it; 0 when there is none or it is not an integer (an
+// unreadable plan, JobPlan::from_status() says why). Never throws, unlike json::value(), which
+// throws on a value of the wrong type.
+std::int64_t plan_epoch_of(const nlohmann::json& status);
+
 struct PlanConstraints {
   int min_gpus = 1;
   int max_gpus = 0;                     // 0: no cap

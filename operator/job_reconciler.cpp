@@ -824,14 +824,63 @@ void no_plan(Context& c, const std::optional<JobPlan>& previous) {
   if (plan_and_act(c, previous, d->target_gpus, epoch, old_pods, d->reason)) phase(c, "Pending");
 }
 
-// status.plan that cannot be read (edited by hand, or written by another version of the
-// operator): said once, with why, and set aside; the job is then a job without a plan, admitted
-// again by the allocator and planned under an epoch above its pods' (no_plan()), keeping the
-// pods the new plan places where they stand.
-void set_aside_unreadable_plan(Context& c, const std::string& why) {
+// The plan the job's pods run, as far as their annotations tell (the highest epoch's): epoch,
+// layout, micro-batch size and virtual shards, with no pods (the requeued form); nullopt when no
+// pod carries a plan.
+std::optional<JobPlan> plan_of_pods(const JobObservation& job) {
+  const PodPlan* newest = nullptr;
+  for (const PodObservation& p : job.pods)
+    if (p.plan && (newest == nullptr || p.plan->epoch > newest->epoch)) newest = &*p.plan;
+  if (newest == nullptr) return std::nullopt;
+  JobPlan plan;
+  plan.epoch = highest_pod_epoch(job);
+  plan.pp = newest->pp;
+  plan.dp = newest->dp;
+  plan.tp = newest->tp;
+  plan.micro_batch_size = newest->micro_batch_size;
+  plan.virtual_shards = newest->virtual_shards;
+  plan.partition = newest->partition;
+  return plan;
+}
+
+// GPUs the job's live pods (not deleting, not ended) hold, by their plans' ranks.
+int live_pod_gpus(const JobObservation& job) {
+  int gpus = 0;
+  for (const PodObservation& p : job.pods)
+    if (p.plan && !p.deleting && p.phase != "Succeeded" && p.phase != "Failed")
+      gpus += static_cast<int>(p.plan->ranks.size());
+  return gpus;
+}
+
+// status.plan that cannot be read (edited by hand through the status subresource, or written by
+// another version of the operator) is said once, with why, and replaced by what the pods' own
+// plans tell: epoch, layout, micro-batch size and virtual shards (what the checkpoint pins). A job
+// whose pods still train is planned again at once on the GPUs they hold, under an epoch above
+// theirs, keeping them where they stand; one without (or if that fails) is left as requeued,
+// admitted again by the allocator and resuming from its newest checkpoint.
+void replan_unreadable_plan(Context& c, const std::string& why) {
+  const std::string said = "status.plan cannot be read (" + why + ")";
+  const std::optional<JobPlan> ran = plan_of_pods(c.job);
+  if (!ran) {
+    c.status.erase("plan");
+    phase(c, "Pending");
+    event(c, "Warning", "PlanUnreadable", said + "; no pod of the job carries a plan either: it is admitted again as new");
+    return;
+  }
+  c.status["plan"] = ran->to_status();
+  const int gpus = live_pod_gpus(c.job);
+  const std::int64_t epoch = ran->epoch + 1;
+  if (gpus > 0 && plan_and_act(c, ran, gpus, epoch, true, "status.plan could not be read; re-planned on its pods' GPUs")) {
+    phase(c, "Rescaling");
+    event(c, "Warning", "PlanUnreadable",
+          said + "; re-planned as epoch " + std::to_string(epoch) + " on the " + std::to_string(gpus) +
+              " GPUs its pods hold, keeping them");
+    return;
+  }
+  phase(c, "Pending");
   event(c, "Warning", "PlanUnreadable",
-        "status.plan cannot be read (" + why + "); it is set aside and the job planned again under an epoch above its pods'");
-  c.status.erase("plan");
+        said + "; left as requeued at epoch " + std::to_string(ran->epoch) +
+            ": admitted again by the allocator, resuming from the newest checkpoint");
 }
 
 // The spec was refused (InvalidSpec) and reads now, fixed or reverted while the pods ran: the
@@ -922,13 +971,16 @@ JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& 
   } else {
     std::string unreadable;
     const std::optional<JobPlan> plan = JobPlan::from_status(c.status.value("plan", Json()), &unreadable);
-    if (!unreadable.empty()) set_aside_unreadable_plan(c, unreadable);
-    spec_reads_again(c, plan);
-    fold_progress(job, c.status);
-    if (plan && !plan->pods.empty())
-      running_plan(c, *plan, c.status["plan"].value("barrier", plan->epoch));
-    else
-      no_plan(c, plan);
+    if (!unreadable.empty()) {
+      replan_unreadable_plan(c, unreadable);
+    } else {
+      spec_reads_again(c, plan);
+      fold_progress(job, c.status);
+      if (plan && !plan->pods.empty())
+        running_plan(c, *plan, c.status["plan"].value("barrier", plan->epoch));
+      else
+        no_plan(c, plan);
+    }
   }
   if (c.status != job.status) c.actions.status = c.status;
   return c.actions;

@@ -333,7 +333,7 @@ bool pods_ahead_of_status(const std::map<std::string, std::vector<PodObservation
                           const Json& status) {
   auto it = pods_by_job.find(key);
   if (it == pods_by_job.end()) return false;
-  const std::int64_t epoch = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+  const std::int64_t epoch = plan_epoch_of(status);
   return std::any_of(it->second.begin(), it->second.end(),
                      [&](const PodObservation& p) { return !p.deleting && p.plan && p.plan->epoch > epoch; });
 }
@@ -390,7 +390,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     a.overhead_s = options_.restart_overhead_s;
     a.min_rescale_interval_s = spec.min_rescale_interval_seconds;
     a.benefit_threshold = spec.benefit_threshold;
-    basis_epoch[spec.key()] = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+    basis_epoch[spec.key()] = plan_epoch_of(status);
     if (auto plan = JobPlan::from_status(status.value("plan", Json())); plan && !plan->pods.empty()) {
       a.running = true;
       a.current_gpus = plan->gpus;
@@ -454,6 +454,15 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   record_metrics(jobs, *snap);
 }
 
+// The number at `pointer`, 0 when absent or not a number: a status edited by hand must not throw
+// out of the cluster pass, which would stall every job's decisions (json::value() throws on a
+// value of the wrong type).
+static double number_at(const Json& status, const Json::json_pointer& pointer) {
+  if (!status.contains(pointer)) return 0;
+  const Json& value = status.at(pointer);
+  return value.is_number() ? value.get<double>() : 0;
+}
+
 void Operator::record_metrics(const std::vector<Json>& jobs, const Snapshot& snap) {
   std::map<Labels, double> phases;
   double predicted = 0, measured = 0, oldest_rescale_s = 0;
@@ -466,8 +475,8 @@ void Operator::record_metrics(const std::vector<Json>& jobs, const Snapshot& sna
     const std::string phase = status.value("phase", "Pending");
     phases[{{"phase", phase.empty() ? "Pending" : phase}}] += 1;
     if (phase != "Running") continue;
-    predicted += status.value("/plan/predicted/tokensPerSecond"_json_pointer, 0.0);
-    measured += status.value("/progress/tokensPerSecond"_json_pointer, 0.0);
+    predicted += number_at(status, "/plan/predicted/tokensPerSecond"_json_pointer);
+    measured += number_at(status, "/progress/tokensPerSecond"_json_pointer);
     const std::string key = job["metadata"].value("namespace", "default") + "/" + job["metadata"].value("name", "");
     if (auto plan = JobPlan::from_status(status.value("plan", Json())))
       if (auto it = snap.pods->by_job.find(key); it != snap.pods->by_job.end())
@@ -536,7 +545,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
     if (!expectations_.satisfied(key, obs.pods, now_s())) return kube::Action::requeue_after(std::chrono::milliseconds(100));
     // A decision made on another epoch than the status now says (the caches of jobs and pods
     // are separate watches) is not acted on: the next cluster pass decides again.
-    const std::int64_t epoch = status.value("/plan/epoch"_json_pointer, std::int64_t{0});
+    const std::int64_t epoch = plan_epoch_of(status);
     if (auto d = decisions_.find(key); d != decisions_.end() && d->second.second == epoch)
       obs.decision = d->second.first;
     else if (controller_ != nullptr)

@@ -17,7 +17,8 @@ double rescale_started_s(const Json& status) {
 
 std::int64_t plan_field(const Json& status, const char* field) {
   if (!status.is_object() || !status.contains("plan") || !status["plan"].is_object()) return -1;
-  return status["plan"].value(field, std::int64_t{-1});
+  const auto value = status["plan"].find(field);
+  return value != status["plan"].end() && value->is_number_integer() ? value->get<std::int64_t>() : -1;
 }
 
 }  // namespace

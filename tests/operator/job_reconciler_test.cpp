@@ -268,38 +268,43 @@ TEST(JobReconciler, StrictJobThatCannotKeepItsDataParallelDegreeIsRequeued) {
   EXPECT_TRUE(admitted.remove.empty());
 }
 
-// A status.plan that cannot be read (an edit by hand, another operator version) is said once,
-// with why, and set aside; re-admitted, the job is planned under an epoch above every epoch its
-// pods carry (3 here, where the unreadable plan would have given 1), and its pods are kept.
-TEST(JobReconciler, AnUnreadablePlanIsSaidOnceAndReplacedAboveThePodsEpochs) {
+// A status.plan that cannot be read (an edit by hand through the status subresource, another
+// operator version) is said once, with why. The pods still train, so the job is planned again at
+// once on the GPUs they hold, under an epoch above every epoch they carry (3 here; the unreadable
+// plan would have given 1), with the micro-batch size their checkpoint pins (their annotation's 2,
+// not the planner's free choice), keeping them where they stand.
+TEST(JobReconciler, AnUnreadablePlanIsSaidOnceAndReplacedFromThePodsPlans) {
   Harness h;
   h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
   h.apply(h.step());
   ASSERT_EQ(h.obs.pods.size(), 2u);
+  const int planned_micro_batch = h.obs.status["plan"].value("microBatchSize", 0);
+  const int pinned_micro_batch = planned_micro_batch == 2 ? 1 : 2;
   for (auto& p : h.obs.pods) {
     p.phase = "Running";
     p.plan->epoch = 3;
+    p.plan->micro_batch_size = pinned_micro_batch;
     h.report(p, flotilla::PodState::kRunning, 3, 40);
   }
   h.obs.status["plan"]["epoch"] = "three";
   h.obs.decision.reset();
   auto a = h.step();
-  ASSERT_EQ(a.events.size(), 1u);
-  EXPECT_EQ(a.events[0].reason, "PlanUnreadable");
-  EXPECT_NE(a.events[0].message.find("type must be number"), std::string::npos) << a.events[0].message;
-  EXPECT_TRUE(a.remove.empty()) << "the workers go on training while the job waits to be admitted again";
-  ASSERT_TRUE(a.status);
-  EXPECT_FALSE(a.status->contains("plan"));
-  h.apply(a);
-  EXPECT_TRUE(h.step().events.empty()) << "said once";
-  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
-  a = h.step();
-  h.apply(a);
-  EXPECT_EQ(h.epoch(), 4);
+  std::vector<std::string> reasons;
+  for (const auto& e : a.events) reasons.push_back(e.reason);
+  ASSERT_EQ(reasons, (std::vector<std::string>{"Planned", "PlanUnreadable"}));
+  EXPECT_NE(a.events[1].message.find("type must be number"), std::string::npos) << a.events[1].message;
+  EXPECT_NE(a.events[1].message.find("re-planned as epoch 4 on the 4 GPUs its pods hold"), std::string::npos)
+      << a.events[1].message;
   EXPECT_TRUE(a.create.empty());
-  EXPECT_TRUE(a.remove.empty());
+  EXPECT_TRUE(a.remove.empty()) << "the workers are kept";
   ASSERT_EQ(a.annotate.size(), 2u);
   EXPECT_EQ(a.annotate[0].second.epoch, 4);
+  EXPECT_EQ(a.annotate[0].second.barrier, 3) << "the old workers stop first";
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 4);
+  EXPECT_EQ(h.phase(), "Rescaling");
+  EXPECT_EQ(h.obs.status["plan"].value("microBatchSize", 0), pinned_micro_batch);
+  for (const auto& e : h.step().events) EXPECT_NE(e.reason, "PlanUnreadable") << "said once";
   // A plan without pods is unreadable too; one that is null is no plan, and says nothing.
   std::string why;
   EXPECT_FALSE(fo::JobPlan::from_status(nlohmann::json{{"epoch", 2}}, &why));
@@ -307,6 +312,35 @@ TEST(JobReconciler, AnUnreadablePlanIsSaidOnceAndReplacedAboveThePodsEpochs) {
   why.clear();
   EXPECT_FALSE(fo::JobPlan::from_status(nlohmann::json(), &why));
   EXPECT_EQ(why, "");
+}
+
+// With no pod left running, it is left as requeued at the pods' epoch (their constraints kept),
+// for the allocator to admit again, and the new plan is numbered above it.
+TEST(JobReconciler, AnUnreadablePlanOfAJobWithoutLivePodsIsLeftRequeued) {
+  Harness h;
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  for (auto& p : h.obs.pods) {
+    p.phase = "Failed";
+    p.plan->epoch = 3;
+  }
+  h.obs.status["plan"].erase("pods");
+  h.obs.decision.reset();
+  auto a = h.step();
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].reason, "PlanUnreadable");
+  EXPECT_NE(a.events[0].message.find("(no pods); left as requeued at epoch 3"), std::string::npos)
+      << a.events[0].message;
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 3);
+  EXPECT_EQ(h.phase(), "Pending");
+  EXPECT_TRUE(h.obs.status["plan"]["pods"].empty());
+  EXPECT_EQ(fo::plan_epoch_of(h.obs.status), 3);
+  EXPECT_EQ(fo::plan_epoch_of(nlohmann::json{{"plan", {{"epoch", "three"}}}}), 0) << "never throws";
+  h.remove_deleted();
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 4);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 4);
 }
 
 // A spec refused while the pods ran (InvalidSpec), then fixed or reverted: the plan in force is

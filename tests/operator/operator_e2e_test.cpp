@@ -398,6 +398,33 @@ TEST_F(LocalCluster, AKilledSidecarFailsItsPodAndTheOperatorReplansIt) {
   EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(500));
 }
 
+// A status.plan edited by hand: its pods removed through the status subresource, which the CRD's
+// schema lets pass (a wrong type it refuses). The operator says so once and rebuilds the plan from
+// the pods' own plans, re-planned at once one epoch above theirs on the GPUs they hold; the
+// workers go on and the loss log equals an uninterrupted run.
+TEST_F(LocalCluster, AStatusPlanEditedByHandIsRebuiltFromThePodsAndStaysBitIdentical) {
+  apply_job(300);
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.gpus") == "4" && field(".status.phase") == "Running"; }, 60s))
+      << field(".status") << "\n"
+      << events();
+  const int epoch_before = std::atoi(field(".status.plan.epoch").c_str());
+  const auto wrong_type = kubectl(
+      "patch tj demo --subresource=status --type=merge -p '{\"status\":{\"plan\":{\"epoch\":\"x\"}}}'");
+  EXPECT_NE(wrong_type.exit_code, 0);
+  EXPECT_NE(wrong_type.output.find("must be of type integer"), std::string::npos) << wrong_type.output;
+  const auto removed =
+      kubectl("patch tj demo --subresource=status --type=json -p '[{\"op\":\"remove\",\"path\":\"/status/plan/pods\"}]'");
+  ASSERT_EQ(removed.exit_code, 0) << removed.output;
+  ASSERT_TRUE(wait_for([&] { return field(".status.plan.epoch") == std::to_string(epoch_before + 1); }, 30s))
+      << field(".status") << "\n"
+      << events();
+  ASSERT_TRUE(wait_for([&] { return field(".status.phase") == "Succeeded"; }, 120s)) << field(".status") << "\n"
+                                                                                     << events();
+  EXPECT_EQ(event_count("PlanUnreadable", "demo"), 1) << events();
+  EXPECT_EQ(field(".status.plan.epoch"), std::to_string(epoch_before + 1)) << "one re-plan, no more\n" << events();
+  EXPECT_EQ(slurp(dir_ / "ckpt/loss.log"), reference_loss(300));
+}
+
 // Two nodes whose GPUs hold far less than the catalog says (something else holds 63 of their
 // 64 MB: devcluster's gpu-memory-used-bytes annotation), beside a slower node that has room.
 class OverstatedGpus : public LocalCluster {

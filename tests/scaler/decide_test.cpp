@@ -1,4 +1,5 @@
-// decide(): the operator's one call, on a hand-written table.
+// decide(): one job's decision, the simulators' call (the operator's allocator shares its
+// choose_scale_up), on a hand-written table.
 #include <gtest/gtest.h>
 
 #include <cmath>
