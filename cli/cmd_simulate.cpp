@@ -204,9 +204,10 @@ int run(const std::vector<std::string>& args) {
                 m.scaling_events, m.scale_ups, m.preemption_shrinks, m.node_loss_shrinks,
                 m.preemptions_aborted, m.requeues);
     if (opt.policy == Policy::flextrain)
-      std::printf("  benefit checks          %d passed (%d of them kept: the job ended before the restart "
-                  "repaid), %d refused\n",
-                  m.benefit_checks_passed, m.ends_before_restart_repays, m.benefit_checks_refused);
+      std::printf(
+          "  benefit checks          %d passed (%d of them kept: the job ended before the restart "
+          "repaid), %d refused\n",
+          m.benefit_checks_passed, m.ends_before_restart_repays, m.benefit_checks_refused);
     std::printf("  GPU-hours lost to overhead %.1f\n", m.overhead_gpu_hours);
     std::printf("  simulated in %.3f s\n", wall_s);
     for (const auto& v : r.invariant_violations) std::printf("  INVARIANT VIOLATION: %s\n", v.c_str());

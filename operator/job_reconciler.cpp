@@ -864,13 +864,15 @@ void replan_unreadable_plan(Context& c, const std::string& why) {
   if (!ran) {
     c.status.erase("plan");
     phase(c, "Pending");
-    event(c, "Warning", "PlanUnreadable", said + "; no pod of the job carries a plan either: it is admitted again as new");
+    event(c, "Warning", "PlanUnreadable",
+          said + "; no pod of the job carries a plan either: it is admitted again as new");
     return;
   }
   c.status["plan"] = ran->to_status();
   const int gpus = live_pod_gpus(c.job);
   const std::int64_t epoch = ran->epoch + 1;
-  if (gpus > 0 && plan_and_act(c, ran, gpus, epoch, true, "status.plan could not be read; re-planned on its pods' GPUs")) {
+  if (gpus > 0 &&
+      plan_and_act(c, ran, gpus, epoch, true, "status.plan could not be read; re-planned on its pods' GPUs")) {
     phase(c, "Rescaling");
     event(c, "Warning", "PlanUnreadable",
           said + "; re-planned as epoch " + std::to_string(epoch) + " on the " + std::to_string(gpus) +

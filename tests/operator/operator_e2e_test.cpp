@@ -408,12 +408,12 @@ TEST_F(LocalCluster, AStatusPlanEditedByHandIsRebuiltFromThePodsAndStaysBitIdent
       << field(".status") << "\n"
       << events();
   const int epoch_before = std::atoi(field(".status.plan.epoch").c_str());
-  const auto wrong_type = kubectl(
-      "patch tj demo --subresource=status --type=merge -p '{\"status\":{\"plan\":{\"epoch\":\"x\"}}}'");
+  const auto wrong_type =
+      kubectl("patch tj demo --subresource=status --type=merge -p '{\"status\":{\"plan\":{\"epoch\":\"x\"}}}'");
   EXPECT_NE(wrong_type.exit_code, 0);
   EXPECT_NE(wrong_type.output.find("must be of type integer"), std::string::npos) << wrong_type.output;
-  const auto removed =
-      kubectl("patch tj demo --subresource=status --type=json -p '[{\"op\":\"remove\",\"path\":\"/status/plan/pods\"}]'");
+  const auto removed = kubectl(
+      "patch tj demo --subresource=status --type=json -p '[{\"op\":\"remove\",\"path\":\"/status/plan/pods\"}]'");
   ASSERT_EQ(removed.exit_code, 0) << removed.output;
   ASSERT_TRUE(wait_for([&] { return field(".status.plan.epoch") == std::to_string(epoch_before + 1); }, 30s))
       << field(".status") << "\n"
