@@ -163,15 +163,11 @@ PodPrediction JobPlan::predicted_for(const std::string& pod) const {
 
 std::optional<double> remaining_train_seconds(const JobPlan& plan, std::int64_t train_steps, const Json& progress) {
   if (plan.iteration_seconds <= 0) return std::nullopt;
-  const auto number = [&](const char* key) {
-    auto it = progress.is_object() ? progress.find(key) : progress.end();
-    return progress.is_object() && it != progress.end() && it->is_number() ? it->get<double>() : 0.0;
-  };
-  const double measured_tokens_per_s = number("tokensPerSecond");
+  const double measured_tokens_per_s = number_at(progress, "/tokensPerSecond"_json_pointer);
   const double step_s = measured_tokens_per_s > 0 && plan.tokens_per_second > 0
                             ? plan.iteration_seconds * plan.tokens_per_second / measured_tokens_per_s
                             : plan.iteration_seconds;
-  return std::max(0.0, static_cast<double>(train_steps) - number("step")) * step_s;
+  return std::max(0.0, static_cast<double>(train_steps) - number_at(progress, "/step"_json_pointer)) * step_s;
 }
 
 bool same_workers(const JobPlan& a, const JobPlan& b) {
@@ -231,12 +227,21 @@ Json JobPlan::to_status() const {
   return out;
 }
 
-std::int64_t plan_epoch_of(const Json& status) {
-  if (!status.is_object()) return 0;
+std::optional<std::int64_t> plan_integer(const Json& status, const char* field) {
+  if (!status.is_object()) return std::nullopt;
   const auto plan = status.find("plan");
-  if (plan == status.end() || !plan->is_object()) return 0;
-  const auto epoch = plan->find("epoch");
-  return epoch != plan->end() && epoch->is_number_integer() ? epoch->get<std::int64_t>() : 0;
+  if (plan == status.end() || !plan->is_object()) return std::nullopt;
+  const auto value = plan->find(field);
+  if (value == plan->end() || !value->is_number_integer()) return std::nullopt;
+  return value->get<std::int64_t>();
+}
+
+std::int64_t plan_epoch_of(const Json& status) { return plan_integer(status, "epoch").value_or(0); }
+
+double number_at(const Json& object, const Json::json_pointer& pointer) {
+  if (!object.is_object() || !object.contains(pointer)) return 0;
+  const Json& value = object.at(pointer);
+  return value.is_number() ? value.get<double>() : 0;
 }
 
 std::optional<JobPlan> JobPlan::from_status(const Json& j, std::string* unreadable_why) {

@@ -92,10 +92,16 @@ struct JobPlan {
   static std::optional<JobPlan> from_status(const nlohmann::json& plan, std::string* unreadable_why = nullptr);
 };
 
-// status.plan.epoch as the operator writes it; 0 when there is none or it is not an integer (an
-// unreadable plan, JobPlan::from_status() says why). Never throws, unlike json::value(), which
-// throws on a value of the wrong type.
+// Readers of a job's status that never throw, unlike json::value(), which throws on a value of
+// the wrong type: a status edited by hand may hold anything, and a throw in the cluster pass
+// would stall every job's decisions.
+// - plan_integer(): status.plan.<field> when it is an integer, else nullopt.
+// - plan_epoch_of(): status.plan.epoch as the operator writes it; 0 when there is none or it is
+//   not an integer (an unreadable plan, JobPlan::from_status() says why).
+// - number_at(): the number at `pointer` in `object`; 0 when absent or not a number.
+std::optional<std::int64_t> plan_integer(const nlohmann::json& status, const char* field);
 std::int64_t plan_epoch_of(const nlohmann::json& status);
+double number_at(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer);
 
 struct PlanConstraints {
   int min_gpus = 1;

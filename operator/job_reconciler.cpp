@@ -22,6 +22,9 @@ bool live(const PodObservation& p, const ClusterView& cluster) {
   return p.node.empty() || (node != nullptr && node->healthy);
 }
 
+// Its processes run or are about to: not being deleted, not Succeeded or Failed.
+bool still_running(const PodObservation& p) { return !p.deleting && p.phase != "Succeeded" && p.phase != "Failed"; }
+
 const PodObservation* find_pod(const JobObservation& job, const std::string& name) {
   for (const PodObservation& p : job.pods)
     if (p.name == name) return &p;
@@ -482,8 +485,7 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
       c.actions.annotate.emplace_back(pod.name, want);
   }
   for (const PodObservation& p : c.job.pods)
-    if (!names.count(p.name) && !p.deleting && p.phase != "Succeeded" && p.phase != "Failed")
-      c.actions.remove.push_back(p.name);
+    if (!names.count(p.name) && still_running(p)) c.actions.remove.push_back(p.name);
 }
 
 // What a spec changed since the plan's workers were launched, from the first pod of this epoch
@@ -784,8 +786,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
 void delete_leftover_pods(Context& c, const std::optional<JobPlan>& previous) {
   if (!previous) return;
   for (const PodObservation& p : c.job.pods)
-    if (!p.deleting && p.phase != "Succeeded" && p.phase != "Failed" && p.plan && p.plan->epoch <= previous->epoch)
-      c.actions.remove.push_back(p.name);
+    if (still_running(p) && p.plan && p.plan->epoch <= previous->epoch) c.actions.remove.push_back(p.name);
 }
 
 // The highest plan epoch any of the job's pods carries (annotation or report); 0 for none. A new
@@ -847,8 +848,7 @@ std::optional<JobPlan> plan_of_pods(const JobObservation& job) {
 int live_pod_gpus(const JobObservation& job) {
   int gpus = 0;
   for (const PodObservation& p : job.pods)
-    if (p.plan && !p.deleting && p.phase != "Succeeded" && p.phase != "Failed")
-      gpus += static_cast<int>(p.plan->ranks.size());
+    if (p.plan && still_running(p)) gpus += static_cast<int>(p.plan->ranks.size());
   return gpus;
 }
 
@@ -969,7 +969,7 @@ JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& 
   const std::string current = c.status.value("phase", "");
   if (current == "Succeeded" || current == "Failed") {
     for (const PodObservation& p : job.pods)
-      if (!p.deleting && p.phase != "Succeeded" && p.phase != "Failed") c.actions.remove.push_back(p.name);
+      if (still_running(p)) c.actions.remove.push_back(p.name);
   } else {
     std::string unreadable;
     const std::optional<JobPlan> plan = JobPlan::from_status(c.status.value("plan", Json()), &unreadable);

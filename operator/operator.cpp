@@ -454,15 +454,6 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   record_metrics(jobs, *snap);
 }
 
-// The number at `pointer`, 0 when absent or not a number: a status edited by hand must not throw
-// out of the cluster pass, which would stall every job's decisions (json::value() throws on a
-// value of the wrong type).
-static double number_at(const Json& status, const Json::json_pointer& pointer) {
-  if (!status.contains(pointer)) return 0;
-  const Json& value = status.at(pointer);
-  return value.is_number() ? value.get<double>() : 0;
-}
-
 void Operator::record_metrics(const std::vector<Json>& jobs, const Snapshot& snap) {
   std::map<Labels, double> phases;
   double predicted = 0, measured = 0, oldest_rescale_s = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kube/clock.h"
+#include "operator/job_plan.h"
 
 namespace flotilla::op {
 namespace {
@@ -15,11 +16,7 @@ double rescale_started_s(const Json& status) {
   return kube::rfc3339_seconds(status.value("lastRescaleTime", "")).value_or(0);
 }
 
-std::int64_t plan_field(const Json& status, const char* field) {
-  if (!status.is_object() || !status.contains("plan") || !status["plan"].is_object()) return -1;
-  const auto value = status["plan"].find(field);
-  return value != status["plan"].end() && value->is_number_integer() ? value->get<std::int64_t>() : -1;
-}
+std::int64_t plan_field(const Json& status, const char* field) { return plan_integer(status, field).value_or(-1); }
 
 }  // namespace
 
