@@ -20,6 +20,16 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
+// The first decision about `job` recorded at or after index `since` that `pred` accepts; null
+// when none has been seen yet. The scenario's waits read the observer's growing list with it.
+const DecisionRecord* first_decision_since(const DemoObserver& observer, std::size_t since, const std::string& job,
+                                           const std::function<bool(const DecisionRecord&)>& pred) {
+  const std::vector<DecisionRecord>& decisions = observer.decisions();
+  for (std::size_t i = since; i < decisions.size(); ++i)
+    if (decisions[i].job == job && pred(decisions[i])) return &decisions[i];
+  return nullptr;
+}
+
 class Script {
  public:
   Script(kube::Client& client, DemoObserver& observer, const ScenarioOptions& o, const std::function<void()>& tick,
@@ -148,17 +158,17 @@ ScenarioResult run_scenario(kube::Client& client, DemoObserver& observer, const 
   const std::size_t decisions_before = observer.decisions().size();
   r.brief.joined_s = observer.now_s();
   s.admin("node fast-2 (emu-fast x2) joins briefly", "POST", "/admin/nodes", node_body("fast-2", "emu-fast", 2));
-  s.wait("the elastic job's benefit check answers on fast-2", [&] {
-    for (std::size_t i = decisions_before; i < observer.decisions().size(); ++i) {
-      const DecisionRecord& d = observer.decisions()[i];
-      if (d.job == e && d.has_benefit) {
-        r.brief.decision = d;
-        r.brief.refused = d.action != "scale-up" && d.probability < d.threshold;  // the Poisson check's answer
+  s.wait(
+      "the elastic job's benefit check answers on fast-2",
+      [&] {
+        const DecisionRecord* d =
+            first_decision_since(observer, decisions_before, e, [](const DecisionRecord& x) { return x.has_benefit; });
+        if (d == nullptr) return false;
+        r.brief.decision = *d;
+        r.brief.refused = d->action != "scale-up" && d->probability < d->threshold;  // the Poisson check's answer
         return true;
-      }
-    }
-    return false;
-  }, 30s, e);
+      },
+      30s, e);
   if (!r.brief.refused)
     r.steps.push_back({"the benefit check refuses the brief node while jobs arrive often", false,
                        "it scaled up: " + r.brief.decision.reason});
@@ -182,11 +192,9 @@ ScenarioResult run_scenario(kube::Client& client, DemoObserver& observer, const 
       "elastic job grown back to 4 GPUs, or kept because it ends before a restart repays itself",
       [&] {
         if (grown_back()) return true;
-        for (std::size_t i = decisions_before_urgent; i < observer.decisions().size(); ++i)
-          if (observer.decisions()[i].job == e &&
-              observer.decisions()[i].reason.find("ends before the restart repays itself") != std::string::npos)
-            return true;
-        return false;
+        return first_decision_since(observer, decisions_before_urgent, e, [](const DecisionRecord& x) {
+                 return x.reason.find("ends before the restart repays itself") != std::string::npos;
+               }) != nullptr;
       },
       120s, e);
   s.wait("elastic job succeeded", [&observer, e] { return observer.phase(e) == "Succeeded"; }, 600s, e);
