@@ -555,7 +555,9 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
   bool learned = false;
   for (const PlanPod& pod : plan.pods) {
     const PodObservation* p = find_pod(c.job, pod.name);
-    if (p == nullptr || !p->report || p->report->epoch != plan.epoch || p->report->peak_bytes <= 0) continue;
+    // Only workers launched under this plan measured it: a pod still Waiting, Starting or
+    // Stopping under the new epoch may carry the previous layout's peak (an older sidecar did).
+    if (!report_is(p, plan.epoch, {PodState::kRunning, PodState::kSucceeded}) || p->report->peak_bytes <= 0) continue;
     auto t = after_measured_peak(plan, pod.name, p->report->peak_bytes, headroom, *c.base_eval.catalog);
     if (!t) continue;
     event(c, "Warning", "MemoryAbovePrediction", t->message);

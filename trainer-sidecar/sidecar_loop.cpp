@@ -249,7 +249,11 @@ class Sidecar {
 
   void begin_rendezvous() {
     event("barrier_lifted");
-    if (attempt_epoch_ != st_.epoch) attempt_ = 0, peak_bytes_ = 0;  // attempts and peaks are per epoch
+    if (attempt_epoch_ != st_.epoch) {  // attempts and peaks are per epoch
+      attempt_ = 0;
+      peak_bytes_ = 0;
+      summary_.reset(plan_->pp);  // or a poll before the spawn folds the old workers' peak back in
+    }
     attempt_epoch_ = st_.epoch;
     ++attempt_;
     if (plan_->rendezvous_pod.empty() || plan_->rendezvous_pod == o_.pod_name) {
@@ -352,7 +356,10 @@ class Sidecar {
     r.tokens_per_second = tokens_per_s_;
     if (auto ck = latest_checkpoint_step()) r.last_checkpoint_step = *ck;
     r.stage_seconds = stage_seconds_;
-    r.peak_bytes = peak_bytes_;
+    // The peak belongs to the workers launched under attempt_epoch_: until the barrier of a new
+    // plan lifts, they are the previous layout's, and the operator would read their peak as a
+    // measurement of the new one.
+    r.peak_bytes = attempt_epoch_ == st_.epoch ? peak_bytes_ : 0;
     r.restarts = st_.restarts;
     r.message = st_.message;
     return r;

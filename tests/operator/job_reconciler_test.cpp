@@ -967,6 +967,27 @@ TEST(JobReconciler, AMeasuredPeakAbovePredictionIsKeptForTheNextPlans) {
   EXPECT_FALSE(again.status) << again.status->dump();
 }
 
+// A pod that has read the new plan but whose workers have not started under it yet reports the
+// new epoch with the previous layout's peak (older sidecars did, before the barrier lifted): that
+// peak was not measured on this plan, and teaching it as headroom could requeue a healthy job.
+TEST(JobReconciler, APeakReportedBeforeTheWorkersRunThePlanTeachesNothing) {
+  Harness h;
+  admit_and_lift_barrier(h, 4);
+  const std::int64_t predicted = h.obs.status["plan"]["stages"][0].value("predictedPeakBytes", std::int64_t{0});
+  ASSERT_GT(predicted, 0);
+  for (const flotilla::PodState state :
+       {flotilla::PodState::kWaiting, flotilla::PodState::kStarting, flotilla::PodState::kStopping}) {
+    report_all(h, state, 1, 0);
+    h.obs.pods[1].report->peak_bytes = predicted + 1'000'000'000;
+    h.apply(h.step());
+    EXPECT_TRUE(fo::MemoryHeadroom::from_status(h.obs.status).empty()) << flotilla::to_string(state);
+  }
+  report_all(h, flotilla::PodState::kRunning, 1, 5);
+  h.obs.pods[1].report->peak_bytes = predicted + 1'000'000'000;
+  h.apply(h.step());
+  EXPECT_EQ(fo::MemoryHeadroom::from_status(h.obs.status).types.size(), 1u) << "measured while Running: learned";
+}
+
 // Under strict elasticity the data-parallel degree is the job's: after an OOM nothing within the
 // learned headroom fits the 4 GPUs at D 4, so the job waits, and Planned says the headroom is why.
 TEST(JobReconciler, AJobThatLearnedHeadroomSaysSoWhenNothingFits) {
