@@ -94,7 +94,13 @@ struct Context {
   planner::GpuCatalog headroom_catalog;  // base_eval's catalog plus `headroom`
   planner::EvalContext eval;             // what the job is planned with
   UnavailableNodes unavailable;          // status.unavailableNodes not yet expired: left out of plans
+  // The spec with what the job's checkpoint pins kept as launched, while a change to it is
+  // refused (hold_pinned_fields()); unset when the workers can run the spec as it is.
+  std::optional<JobSpec> held;
 };
+
+// The spec the job is planned and launched with: the user's, or its held form.
+const JobSpec& spec_of(const Context& c) { return c.held ? *c.held : c.job.spec; }
 
 // The job is planned with the headroom its workers taught it (memory_headroom.h): `eval`
 // carries `headroom`.
@@ -119,7 +125,7 @@ void set_headroom(Context& c, MemoryHeadroom headroom) {
 // this spec and leaves the status.
 void load_headroom(Context& c) {
   MemoryHeadroom headroom = MemoryHeadroom::from_status(c.status);
-  if (headroom.keep_only(headroom_key(c.job.spec)))
+  if (headroom.keep_only(headroom_key(spec_of(c))))
     set_headroom(c, std::move(headroom));
   else
     plan_with(c, std::move(headroom));
@@ -199,6 +205,14 @@ void fail_job(Context& c, const std::string& reason, const std::string& why) {
                c.headroom.summary() + ".";
   phase(c, "Failed");
   condition(c, "Failed", true, reason, message);
+  // Nothing runs any more: Running, the plan's pods and its GPUs say so (the plan keeps its
+  // epoch, micro-batch and shards, which a fixed spec resumes under).
+  if (condition_of(c.status, "Running").value("status", "") == "True")
+    condition(c, "Running", false, reason, "the job failed (see Failed)");
+  if (c.status.contains("plan") && c.status["plan"].is_object()) {
+    c.status["plan"]["pods"] = Json::array();
+    c.status["plan"]["gpus"] = 0;
+  }
   event(c, "Warning", reason, message);
   delete_all_pods(c);
 }
@@ -210,7 +224,7 @@ void actuate(Context& c, const JobPlan& plan, std::int64_t barrier) {
   NodeRoom room{*c.job.cluster, {}};
   for (const PlanPod& pod : plan.pods) {
     wanted.insert(pod.name);
-    const PodPlan pp = pod_plan_for(c.job.spec, plan, pod, barrier);
+    const PodPlan pp = pod_plan_for(spec_of(c), plan, pod, barrier);
     const PodObservation* existing = find_pod(c.job, pod.name);
     // An ended pod is deleted and replaced by converge() once gone.
     const bool ended = existing != nullptr && ended_before(*existing, plan.epoch);
@@ -239,7 +253,7 @@ PlanConstraints constraints_for(const JobSpec& spec, const std::optional<JobPlan
 
 // Plans epoch `epoch` on the GPUs free to the job, leaving out its unavailable nodes.
 PlanOutcome plan_for(const Context& c, const std::optional<JobPlan>& previous, int target, std::int64_t epoch) {
-  const JobSpec& spec = c.job.spec;
+  const JobSpec& spec = spec_of(c);
   const planner::ClusterSpec snapshot = c.job.cluster->snapshot_for(spec.key(), false, c.unavailable.names());
   return plan_job(spec, snapshot, constraints_for(spec, previous, target), c.eval, epoch);
 }
@@ -462,7 +476,7 @@ void lift_barrier_after_backoff(Context& c, const JobPlan& plan) {
   if (c.status.contains("failures")) c.status["failures"].erase("restartAfter");
   c.status["plan"]["barrier"] = plan.epoch;
   for (const PlanPod& pod : plan.pods)
-    c.actions.annotate.emplace_back(pod.name, pod_plan_for(c.job.spec, plan, pod, plan.epoch));
+    c.actions.annotate.emplace_back(pod.name, pod_plan_for(spec_of(c), plan, pod, plan.epoch));
   event(c, "Normal", "BarrierLifted",
         "epoch " + std::to_string(plan.epoch) + ": every pod is at the barrier (old workers stopped, new sidecars up); "
         "starting the ranks");
@@ -476,7 +490,7 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
   for (const PlanPod& pod : plan.pods) {
     names.insert(pod.name);
     const PodObservation* p = find_pod(c.job, pod.name);
-    const PodPlan want = pod_plan_for(c.job.spec, plan, pod, barrier);
+    const PodPlan want = pod_plan_for(spec_of(c), plan, pod, barrier);
     if (p == nullptr) {
       if (room.take(pod)) c.actions.create.push_back({pod, want});
     } else if (ended_before(*p, plan.epoch)) {
@@ -502,6 +516,30 @@ struct LaunchChange {
 bool pinned_by_checkpoint(const std::string& field, WorkerKind kind) {
   if (field == "model") return true;
   return kind == WorkerKind::kFlotilla && (field == "seed" || field == "globalBatchSize");
+}
+
+// While the job has checkpointed into the folder its workers were launched with, the fields that
+// checkpoint pins keep their launched values (from the newest plan a pod carries) in every plan
+// and pod plan the operator makes: a rescale or a lost node must not launch a refused change,
+// which the workers would refuse in turn and the job end Failed. SpecApplied says the change is
+// refused (spec_applied()); reverted, or with a new checkpoint.path, nothing is held.
+void hold_pinned_fields(Context& c) {
+  const JobSpec& spec = c.job.spec;
+  if (c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1}) < 0) return;
+  const PodPlan* launched = nullptr;
+  for (const PodObservation& p : c.job.pods)
+    if (p.plan && (launched == nullptr || p.plan->epoch > launched->epoch)) launched = &*p.plan;
+  if (launched == nullptr || launched->checkpoint_dir != spec.checkpoint_path) return;
+  JobSpec held = spec;
+  if (pinned_by_checkpoint("seed", spec.worker_kind)) held.seed = launched->seed;
+  if (pinned_by_checkpoint("globalBatchSize", spec.worker_kind)) held.global_batch_size = launched->global_batch_size;
+  // A model launched from its inline shape cannot be rebuilt from its name: that change goes on.
+  if (launched->model != spec.model && planner::find_preset(launched->model)) {
+    held.model = launched->model;
+    held.model_spec.reset();
+  }
+  if (held.seed != spec.seed || held.global_batch_size != spec.global_batch_size || held.model != spec.model)
+    c.held = std::move(held);
 }
 
 LaunchChange launch_change(const Context& c, const JobPlan& plan) {
@@ -561,7 +599,7 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
     auto t = after_measured_peak(plan, pod.name, p->report->peak_bytes, headroom, *c.base_eval.catalog);
     if (!t) continue;
     event(c, "Warning", "MemoryAbovePrediction", t->message);
-    t->model = headroom_key(c.job.spec);
+    t->model = headroom_key(spec_of(c));
     headroom.set(std::move(*t));
     learned = true;
   }
@@ -578,7 +616,7 @@ void learn_out_of_memory(Context& c, const JobPlan& plan, const std::vector<cons
   for (const PodObservation* pod : pods) {
     auto t = after_out_of_memory(plan, pod->name, pod->report->message, before, *c.base_eval.catalog);
     if (!t || t->bytes <= headroom.bytes_for(t->gpu_type)) continue;
-    t->model = headroom_key(c.job.spec);
+    t->model = headroom_key(spec_of(c));
     headroom.set(std::move(*t));
   }
   for (const TypeHeadroom& t : headroom.types)
@@ -963,6 +1001,7 @@ void set_condition(Json& status, const std::string& type, bool value, const std:
 
 JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& eval) {
   Context c{job, eval, job.status.is_object() ? job.status : Json::object(), {}, {}, {}, eval};
+  hold_pinned_fields(c);
   load_headroom(c);
   load_unavailable(c);
   if (failed_before_this_generation(c.status, job.spec.generation)) start_again(c);

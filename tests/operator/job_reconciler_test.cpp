@@ -818,6 +818,54 @@ TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
   EXPECT_EQ(h.epoch(), 3);
 }
 
+// A refused change must not reach the workers through a rescale either: after a node loss the
+// new epoch's pods carry the seed, global batch and model the checkpoint was written with (the
+// reference worker would refuse anything else, and the job would end Failed), and SpecApplied
+// still says the change waits. A new run that fails says Running False and holds no pods.
+TEST(JobReconciler, ARescaleKeepsWhatTheCheckpointPinsWhileAChangeToItIsRefused) {
+  Harness h;
+  const std::string relaxed = R"("elasticity": {"mode": "relaxed", "minRescaleIntervalSeconds": 0})";
+  h.obs.spec = spec_of(job_object("{" + relaxed + "}"));
+  admit_and_lift_barrier(h, 4);
+  ASSERT_EQ(h.obs.pods.size(), 2u);
+  report_all(h, flotilla::PodState::kRunning, 1, 30);
+  for (auto& p : h.obs.pods) p.report->last_checkpoint_step = 20;
+  h.apply(h.step());
+  h.obs.spec = changed_spec(R"({"seed": 99, "globalBatchSize": 16, )" + relaxed + "}", 2);
+  h.apply(h.step());
+  ASSERT_EQ(h.epoch(), 1);
+  ASSERT_EQ(condition(h.obs.status, "SpecApplied"), "False/CheckpointPinsIt");
+  h.cluster.nodes[1].healthy = false;
+  h.apply(h.step());
+  ASSERT_EQ(h.epoch(), 2) << h.obs.status.dump();
+  const auto pinned_as_launched = [&h](const std::string& when) {
+    for (const auto& p : h.obs.pods) {
+      if (p.deleting || !p.plan || p.plan->epoch != 2) continue;
+      EXPECT_EQ(p.plan->seed, 1234) << when;
+      EXPECT_EQ(p.plan->global_batch_size, 8) << when;
+    }
+  };
+  pinned_as_launched("planned");
+  for (auto& p : h.obs.pods)
+    if (p.node == "n0") h.report(p, flotilla::PodState::kStopped, 2, 25);
+  h.remove_deleted();
+  h.apply(h.step());
+  ASSERT_EQ(h.barrier(), 2);
+  pinned_as_launched("barrier lifted");
+  report_all(h, flotilla::PodState::kRunning, 2, 26);
+  h.apply(h.step());
+  EXPECT_EQ(h.epoch(), 2) << "the held values are what the pods run: no relaunch";
+  EXPECT_EQ(condition(h.obs.status, "SpecApplied"), "False/CheckpointPinsIt");
+  // Failing for another reason leaves nothing that says it runs.
+  report_all(h, flotilla::PodState::kFailed, 2, 26, "worker crashed");
+  for (auto& p : h.obs.pods) p.report->restarts = 5;
+  h.apply(h.step());
+  ASSERT_EQ(h.phase(), "Failed");
+  EXPECT_EQ(condition(h.obs.status, "Running").rfind("False/", 0), 0u) << h.obs.status["conditions"].dump();
+  EXPECT_EQ(h.obs.status["plan"].value("gpus", -1), 0);
+  EXPECT_TRUE(h.obs.status["plan"]["pods"].empty());
+}
+
 // A pod whose sidecar finished the last step just as a new epoch was planned (it was re-annotated
 // while running, then ended Succeeded under the old epoch) is replaced, not waited on forever.
 TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {

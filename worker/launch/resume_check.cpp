@@ -53,13 +53,15 @@ std::string meta_structure_error(const json& meta, std::int64_t folder_step,
 std::string resume_compatibility_error(const json& meta, const ResumeIdentity& job,
                                        const std::filesystem::path& folder,
                                        std::int64_t folder_step) {
-  const std::string fix = "; resume with the same model and batch settings, or start fresh "
-                          "with another --checkpoint-dir";
+  const std::string fix =
+      "; resume with the same model and batch settings, or start fresh "
+      "in another folder (--checkpoint-dir; a TrainingJob's spec.checkpoint.path)";
   if (!meta.is_object() || !meta.contains("format") ||
       meta["format"] != "flotilla-worker-checkpoint/1")
-    return "checkpoint '" + folder.string() + "' is not a flotilla-worker checkpoint (no \"format\": "
+    return "checkpoint '" + folder.string() +
+           "' is not a flotilla-worker checkpoint (no \"format\": "
            "\"flotilla-worker-checkpoint/1\" in meta.json); delete that folder or start fresh with "
-           "another --checkpoint-dir";
+           "another folder (--checkpoint-dir; a TrainingJob's spec.checkpoint.path)";
   if (auto e = meta_structure_error(meta, folder_step, folder); !e.empty()) return e;
   if (auto d = first_difference("model", meta.value("model", json::object()), job.model);
       !d.empty())
