@@ -925,6 +925,21 @@ void replan_unreadable_plan(Context& c, const std::string& why) {
             ": admitted again by the allocator, resuming from the newest checkpoint");
 }
 
+// Its checkpoint folder is another job's: admitting it would overwrite that job's checkpoints and
+// loss log, and resume from its steps. It waits, and Planned says what to change (once per owner).
+void wait_for_own_folder(Context& c) {
+  const std::string& owner = c.job.checkpoint_owner;
+  const std::string message = "spec.checkpoint.path " + c.job.spec.checkpoint_path + " holds the checkpoints of " +
+                              owner +
+                              " (created before this job): training there would overwrite them and its loss.log. "
+                              "Give this job its own checkpoint.path, or delete " +
+                              owner + " to take its checkpoints over";
+  if (c.status.value("phase", "").empty()) phase(c, "Pending");
+  const bool said = condition_of(c.status, "Planned").value("message", "") == message;
+  condition(c, "Planned", false, "CheckpointPathInUse", message);
+  if (!said) event(c, "Warning", "CheckpointPathInUse", message);
+}
+
 // The spec was refused (InvalidSpec) and reads now, fixed or reverted while the pods ran: the
 // plan in force is the job's again (a job without one is told why it waits by no_plan()).
 void spec_reads_again(Context& c, const std::optional<JobPlan>& plan) {
@@ -1021,6 +1036,8 @@ JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& 
       fold_progress(job, c.status);
       if (plan && !plan->pods.empty())
         running_plan(c, *plan, c.status["plan"].value("barrier", plan->epoch));
+      else if (!job.checkpoint_owner.empty())
+        wait_for_own_folder(c);
       else
         no_plan(c, plan);
     }

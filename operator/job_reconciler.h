@@ -59,6 +59,9 @@ struct JobObservation {
   std::vector<PodObservation> pods;
   const ClusterView* cluster = nullptr;
   std::optional<scaler::AllocatorDecision> decision;  // none yet: wait for the first pass
+  // Another job's key when spec.checkpoint.path is that job's folder (checkpoint_claims.h): a
+  // job without pods then waits for a folder of its own instead of being admitted.
+  std::string checkpoint_owner;
   std::string now;                                    // RFC 3339
 };
 

@@ -214,7 +214,10 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
     next->view = previous->view;
     next->pods = previous->pods;
     clear_plans(next->view);
-    ctx.primary.for_each([&](const Json& job) { add_job_plan_to_view(next->view, job); });
+    ctx.primary.for_each([&](const Json& job) {
+      add_job_plan_to_view(next->view, job);
+      next->claims.add(job);
+    });
     std::lock_guard lock(mu_);
     snapshot_ = next;
     return next;
@@ -232,7 +235,10 @@ std::shared_ptr<const Operator::Snapshot> Operator::snapshot(const kube::Reconci
   } else {
     ctx.watched[0].for_each([&](const Json& node) { add_node_to_view(next->view, node, catalog_); });
   }
-  ctx.primary.for_each([&](const Json& job) { add_job_plan_to_view(next->view, job); });
+  ctx.primary.for_each([&](const Json& job) {
+    add_job_plan_to_view(next->view, job);
+    next->claims.add(job);
+  });
   auto pods = std::make_shared<PodIndex>();
   const PodIndex* seen_before = previous ? previous->pods.get() : nullptr;
   ctx.owned[0].for_each([&](const Json& pod) {
@@ -338,6 +344,16 @@ bool pods_ahead_of_status(const std::map<std::string, std::vector<PodObservation
                      [&](const PodObservation& p) { return !p.deleting && p.plan && p.plan->epoch > epoch; });
 }
 
+namespace {
+// Whether status.plan lists pods (a hand-written status of another shape lists none).
+bool holds_pods(const Json& status) {
+  const auto plan = status.find("plan");
+  if (plan == status.end() || !plan->is_object()) return false;
+  const auto pods = plan->find("pods");
+  return pods != plan->end() && pods->is_array() && !pods->empty();
+}
+}  // namespace
+
 void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   const std::vector<Json> jobs = ctx.primary.list();
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
@@ -371,6 +387,9 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     arrival_times_s.push_back(created);
     if (phase == "Succeeded" || phase == "Failed") continue;
     if (pods_ahead_of_status(snap->pods->by_job, spec.key(), status)) continue;
+    // A job waiting for a checkpoint folder another job owns is not admitted (its reconcile
+    // says why); one already running keeps its GPUs.
+    if (!snap->claims.owner_of(spec).empty() && !holds_pods(status)) continue;
     const JobTable& table = table_for(spec, status);
     scaler::AllocatorJob a;
     a.key = spec.key();
@@ -528,6 +547,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
   if (auto it = snap->pods->by_job.find(key); it != snap->pods->by_job.end()) obs.pods = it->second;
   obs.cluster = &snap->view;
+  obs.checkpoint_owner = snap->claims.owner_of(obs.spec);
   obs.now = now_rfc3339();
   {
     std::lock_guard lock(mu_);

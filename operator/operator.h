@@ -31,6 +31,7 @@
 #include "kube/controller.h"
 #include "kube/event_recorder.h"
 #include "operator/api_errors.h"
+#include "operator/checkpoint_claims.h"
 #include "operator/cluster_view.h"
 #include "operator/job_reconciler.h"
 #include "operator/job_spec.h"
@@ -86,6 +87,7 @@ class Operator {
     std::string nodes_version, pods_version, jobs_version;
     ClusterView view;
     std::shared_ptr<const PodIndex> pods;
+    CheckpointClaims claims;  // whose checkpoint folder is whose (checkpoint_claims.h)
   };
   std::shared_ptr<const Snapshot> snapshot(const kube::ReconcileContext& ctx);
   // Online profiling: fold the reports of the running epoch into the job's own compute model

@@ -866,6 +866,31 @@ TEST(JobReconciler, ARescaleKeepsWhatTheCheckpointPinsWhileAChangeToItIsRefused)
   EXPECT_TRUE(h.obs.status["plan"]["pods"].empty());
 }
 
+// A job whose checkpoint folder is another job's is not admitted, even on a decision that
+// admits it: it waits with one Warning and Planned saying what to change; once the folder is its
+// own (the owner deleted, or a new checkpoint.path) it is admitted as usual.
+TEST(JobReconciler, AJobNamingAnotherJobsCheckpointFolderWaitsAndSaysWhy) {
+  Harness h;
+  h.obs.checkpoint_owner = "team/first";
+  h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
+  fo::JobActions a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.phase(), "Pending");
+  EXPECT_TRUE(h.obs.pods.empty());
+  EXPECT_EQ(condition(h.obs.status, "Planned"), "False/CheckpointPathInUse");
+  const std::string message = condition_message(h.obs.status, "Planned");
+  EXPECT_NE(message.find("holds the checkpoints of team/first"), std::string::npos) << message;
+  EXPECT_NE(message.find("Give this job its own checkpoint.path, or delete team/first"), std::string::npos) << message;
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].reason, "CheckpointPathInUse");
+  a = h.step();
+  EXPECT_TRUE(a.events.empty()) << "said once";
+  h.obs.checkpoint_owner.clear();
+  h.apply(h.step());
+  EXPECT_EQ(h.obs.pods.size(), 1u);
+  EXPECT_EQ(h.epoch(), 1);
+}
+
 // A pod whose sidecar finished the last step just as a new epoch was planned (it was re-annotated
 // while running, then ended Succeeded under the old epoch) is replaced, not waited on forever.
 TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {

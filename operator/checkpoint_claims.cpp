@@ -1,0 +1,44 @@
+#include "operator/checkpoint_claims.h"
+
+#include <filesystem>
+
+namespace flotilla::op {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string string_at(const Json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string checkpoint_claim(const std::string& ns, const std::string& path, const Json& volume) {
+  std::string folder = std::filesystem::path(path).lexically_normal().string();
+  if (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+  return volume.is_object() ? ns + " " + volume.dump() + " " + folder : folder;
+}
+
+void CheckpointClaims::add(const Json& job) {
+  const Json& meta = job.value("metadata", Json::object());
+  if (!meta.is_object() || meta.contains("deletionTimestamp")) return;
+  const Json& spec = job.value("spec", Json::object());
+  const Json checkpoint = spec.is_object() ? spec.value("checkpoint", Json::object()) : Json::object();
+  const std::string path = string_at(checkpoint, "path");
+  if (path.empty()) return;
+  const std::string ns = string_at(meta, "namespace");
+  const Order order{string_at(meta, "creationTimestamp"), ns + "/" + string_at(meta, "name")};
+  const Json volume = checkpoint.is_object() ? checkpoint.value("volume", Json()) : Json();
+  auto [it, inserted] = first_.emplace(checkpoint_claim(ns, path, volume), order);
+  if (!inserted && order < it->second) it->second = order;
+}
+
+std::string CheckpointClaims::owner_of(const JobSpec& spec) const {
+  auto it = first_.find(checkpoint_claim(spec.ns, spec.checkpoint_path, spec.checkpoint_volume));
+  if (it == first_.end() || it->second.second == spec.key()) return "";
+  return it->second < Order{spec.creation_timestamp, spec.key()} ? it->second.second : "";
+}
+
+}  // namespace flotilla::op
