@@ -28,17 +28,26 @@ void CheckpointClaims::add(const Json& job) {
   const Json checkpoint = spec.is_object() ? spec.value("checkpoint", Json::object()) : Json::object();
   const std::string path = string_at(checkpoint, "path");
   if (path.empty()) return;
-  const std::string ns = string_at(meta, "namespace");
+  std::string ns = string_at(meta, "namespace");
+  if (ns.empty()) ns = "default";  // as parse_job_spec() reads it
   const Order order{string_at(meta, "creationTimestamp"), ns + "/" + string_at(meta, "name")};
   const Json volume = checkpoint.is_object() ? checkpoint.value("volume", Json()) : Json();
-  auto [it, inserted] = first_.emplace(checkpoint_claim(ns, path, volume), order);
-  if (!inserted && order < it->second) it->second = order;
+  claimants_[checkpoint_claim(ns, path, volume)].insert(order);
 }
 
 std::string CheckpointClaims::owner_of(const JobSpec& spec) const {
-  auto it = first_.find(checkpoint_claim(spec.ns, spec.checkpoint_path, spec.checkpoint_volume));
-  if (it == first_.end() || it->second.second == spec.key()) return "";
-  return it->second < Order{spec.creation_timestamp, spec.key()} ? it->second.second : "";
+  auto it = claimants_.find(checkpoint_claim(spec.ns, spec.checkpoint_path, spec.checkpoint_volume));
+  if (it == claimants_.end()) return "";
+  const Order& first = *it->second.begin();
+  return first < Order{spec.creation_timestamp, spec.key()} && first.second != spec.key() ? first.second : "";
+}
+
+std::string CheckpointClaims::other_claimant(const JobSpec& spec) const {
+  auto it = claimants_.find(checkpoint_claim(spec.ns, spec.checkpoint_path, spec.checkpoint_volume));
+  if (it == claimants_.end()) return "";
+  for (const Order& o : it->second)
+    if (o.second != spec.key()) return o.second;
+  return "";
 }
 
 }  // namespace flotilla::op

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -36,10 +37,13 @@ class CheckpointClaims {
   void add(const nlohmann::json& job);
   // The key of the job `spec`'s folder belongs to when that is another job, else "".
   std::string owner_of(const JobSpec& spec) const;
+  // The first other job that names `spec`'s folder, before or after it, else "": a running job
+  // may not move into a folder another job names, whichever came first.
+  std::string other_claimant(const JobSpec& spec) const;
 
  private:
   using Order = std::pair<std::string, std::string>;  // creationTimestamp (RFC 3339), key
-  std::map<std::string, Order> first_;                // claim -> the first claimant
+  std::map<std::string, std::set<Order>> claimants_;  // claim -> its claimants, first first
 };
 
 }  // namespace flotilla::op

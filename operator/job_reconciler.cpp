@@ -511,6 +511,7 @@ void converge(Context& c, const JobPlan& plan, std::int64_t barrier) {
 struct LaunchChange {
   std::string relaunch;  // "trainSteps: 500 -> 900, ...": relaunch under a new epoch
   std::string pinned;    // "seed: 1234 -> 99": refused while the checkpoint (same folder) exists
+  std::string in_use;    // "checkpointDir: ...": refused, another job names that folder
 };
 
 bool pinned_by_checkpoint(const std::string& field, WorkerKind kind) {
@@ -525,12 +526,21 @@ bool pinned_by_checkpoint(const std::string& field, WorkerKind kind) {
 // refused (spec_applied()); reverted, or with a new checkpoint.path, nothing is held.
 void hold_pinned_fields(Context& c) {
   const JobSpec& spec = c.job.spec;
-  if (c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1}) < 0) return;
+  // The status's checkpoint, or one a report shows before fold_progress() records it.
+  std::int64_t checkpoint = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1});
   const PodPlan* launched = nullptr;
-  for (const PodObservation& p : c.job.pods)
+  for (const PodObservation& p : c.job.pods) {
     if (p.plan && (launched == nullptr || p.plan->epoch > launched->epoch)) launched = &*p.plan;
-  if (launched == nullptr || launched->checkpoint_dir != spec.checkpoint_path) return;
+    if (p.report) checkpoint = std::max(checkpoint, p.report->last_checkpoint_step);
+  }
+  if (launched == nullptr) return;
   JobSpec held = spec;
+  if (launched->checkpoint_dir != spec.checkpoint_path) {
+    if (c.job.checkpoint_shared_with.empty()) return;  // a folder of its own: a fresh start there
+    held.checkpoint_path = launched->checkpoint_dir;   // another job's folder: not moved into
+    c.held = held;
+  }
+  if (checkpoint < 0) return;
   if (pinned_by_checkpoint("seed", spec.worker_kind)) held.seed = launched->seed;
   if (pinned_by_checkpoint("globalBatchSize", spec.worker_kind)) held.global_batch_size = launched->global_batch_size;
   // A model launched from its inline shape cannot be rebuilt from its name: that change goes on.
@@ -553,6 +563,10 @@ LaunchChange launch_change(const Context& c, const JobPlan& plan) {
     if (diff.empty()) continue;
     bool new_folder = false;
     for (const std::string& d : diff) new_folder = new_folder || d.rfind("checkpointDir:", 0) == 0;
+    if (new_folder && !c.job.checkpoint_shared_with.empty()) {
+      for (const std::string& d : diff) out.in_use += (out.in_use.empty() ? "" : ", ") + d;
+      return out;
+    }
     for (const std::string& d : diff) {
       const bool pinned = checkpointed && !new_folder && pinned_by_checkpoint(d.substr(0, d.find(':')), c.job.spec.worker_kind);
       std::string& list = pinned ? out.pinned : out.relaunch;
@@ -567,6 +581,16 @@ LaunchChange launch_change(const Context& c, const JobPlan& plan) {
 // was one, so jobs whose spec never changed carry no extra condition).
 void spec_applied(Context& c, const LaunchChange& change) {
   const std::int64_t step = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1});
+  if (!change.in_use.empty()) {
+    const std::string message = "the running workers keep their launch: " + change.in_use + ": " +
+                                c.job.spec.checkpoint_path + " is named by " + c.job.checkpoint_shared_with +
+                                ", whose checkpoints and loss.log training there would overwrite; give this job a "
+                                "folder of its own, or revert checkpoint.path";
+    const bool said = condition_of(c.status, "SpecApplied").value("message", "") == message;
+    condition(c, "SpecApplied", false, "CheckpointPathInUse", message);
+    if (!said) event(c, "Warning", "CheckpointPathInUse", message);
+    return;
+  }
   if (!change.pinned.empty()) {
     const std::string refused = "the running workers keep their launch: " + change.pinned;
     const std::string message = refused + " cannot change once the job has checkpointed (step " + std::to_string(step) +
@@ -594,8 +618,11 @@ void learn_measured_peaks(Context& c, const JobPlan& plan) {
   for (const PlanPod& pod : plan.pods) {
     const PodObservation* p = find_pod(c.job, pod.name);
     // Only workers launched under this plan measured it: a pod still Waiting, Starting or
-    // Stopping under the new epoch may carry the previous layout's peak (an older sidecar did).
-    if (!report_is(p, plan.epoch, {PodState::kRunning, PodState::kSucceeded}) || p->report->peak_bytes <= 0) continue;
+    // Stopping under the new epoch may carry the previous layout's peak (sidecars before this
+    // check reported it until the barrier lifted).
+    if (!report_is(p, plan.epoch, {PodState::kRunning, PodState::kSucceeded, PodState::kFailed}) ||
+        p->report->peak_bytes <= 0)
+      continue;
     auto t = after_measured_peak(plan, pod.name, p->report->peak_bytes, headroom, *c.base_eval.catalog);
     if (!t) continue;
     event(c, "Warning", "MemoryAbovePrediction", t->message);
@@ -685,7 +712,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
   if (!out_of_memory.empty()) failure = out_of_memory.front()->name + ": " + out_of_memory.front()->report->message;
   const LaunchChange change = launch_change(c, plan);
   spec_applied(c, change);
-  const std::string changed = change.pinned.empty() ? change.relaunch : "";
+  const std::string changed = change.pinned.empty() && change.in_use.empty() ? change.relaunch : "";
   const scaler::AllocatorDecision* d = job.decision ? &*job.decision : nullptr;
   // A world in one pod restarts locally up to spec.backoffLimit times (its pod plan's
   // maxLocalRestarts) before its sidecar gives up; with a limit of 0 there is no local restart
@@ -927,7 +954,8 @@ void replan_unreadable_plan(Context& c, const std::string& why) {
 
 // Its checkpoint folder is another job's: admitting it would overwrite that job's checkpoints and
 // loss log, and resume from its steps. It waits, and Planned says what to change (once per owner).
-void wait_for_own_folder(Context& c) {
+void wait_for_own_folder(Context& c, const std::optional<JobPlan>& previous) {
+  delete_leftover_pods(c, previous);  // a requeued plan's pods whose deletion did not go through
   const std::string& owner = c.job.checkpoint_owner;
   const std::string message = "spec.checkpoint.path " + c.job.spec.checkpoint_path + " holds the checkpoints of " +
                               owner +
@@ -1037,7 +1065,7 @@ JobActions reconcile_job(const JobObservation& job, const planner::EvalContext& 
       if (plan && !plan->pods.empty())
         running_plan(c, *plan, c.status["plan"].value("barrier", plan->epoch));
       else if (!job.checkpoint_owner.empty())
-        wait_for_own_folder(c);
+        wait_for_own_folder(c, plan);
       else
         no_plan(c, plan);
     }

@@ -62,6 +62,9 @@ struct JobObservation {
   // Another job's key when spec.checkpoint.path is that job's folder (checkpoint_claims.h): a
   // job without pods then waits for a folder of its own instead of being admitted.
   std::string checkpoint_owner;
+  // Another job's key when any other job names the same folder (earlier or later): a running
+  // job's change of checkpoint.path into it is refused (SpecApplied=False CheckpointPathInUse).
+  std::string checkpoint_shared_with;
   std::string now;                                    // RFC 3339
 };
 

@@ -548,6 +548,7 @@ kube::Result<kube::Action> Operator::reconcile_one(const std::string& key, const
   if (auto it = snap->pods->by_job.find(key); it != snap->pods->by_job.end()) obs.pods = it->second;
   obs.cluster = &snap->view;
   obs.checkpoint_owner = snap->claims.owner_of(obs.spec);
+  obs.checkpoint_shared_with = snap->claims.other_claimant(obs.spec);
   obs.now = now_rfc3339();
   {
     std::lock_guard lock(mu_);

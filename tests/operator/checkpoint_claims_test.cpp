@@ -61,3 +61,15 @@ TEST(CheckpointClaims, AVolumeIsTheNamespacesOwnStorage) {
   EXPECT_EQ(claims.owner_of(spec_of(shared)), "") << "a node path is not the volume's folder";
   EXPECT_EQ(claims.owner_of(spec_of(a2)), "team-a/a");
 }
+
+TEST(CheckpointClaims, AnyOtherClaimantIsSeenAndAMissingNamespaceIsDefault) {
+  auto a = job("a", "2026-11-24T10:00:00Z");
+  a["metadata"].erase("namespace");
+  const auto b = job("b", "2026-11-24T10:00:05Z");
+  fo::CheckpointClaims claims;
+  claims.add(a);
+  claims.add(b);
+  EXPECT_EQ(claims.owner_of(spec_of(a)), "") << "not owned by itself";
+  EXPECT_EQ(claims.other_claimant(spec_of(a)), "team/b") << "a later claimant is still another job";
+  EXPECT_EQ(claims.other_claimant(spec_of(b)), "default/a");
+}

@@ -891,6 +891,31 @@ TEST(JobReconciler, AJobNamingAnotherJobsCheckpointFolderWaitsAndSaysWhy) {
   EXPECT_EQ(h.epoch(), 1);
 }
 
+// A running job whose checkpoint.path is changed to a folder another job names (before or after
+// it) is not moved there: the workers go on in their own folder, also across a rescale, and
+// SpecApplied says why. Reverted, it clears.
+TEST(JobReconciler, ARunningJobIsNotMovedIntoAnotherJobsCheckpointFolder) {
+  Harness h;
+  const std::string relaxed = R"("elasticity": {"mode": "relaxed", "minRescaleIntervalSeconds": 0})";
+  h.obs.spec = spec_of(job_object("{" + relaxed + "}"));
+  admit_and_lift_barrier(h, 4);
+  report_all(h, flotilla::PodState::kRunning, 1, 30);
+  h.apply(h.step());
+  h.obs.spec = changed_spec(R"({"checkpoint": {"path": "/theirs"}, )" + relaxed + "}", 2);
+  h.obs.checkpoint_shared_with = "team/other";
+  fo::JobActions a = h.step();
+  h.apply(a);
+  EXPECT_EQ(h.epoch(), 1) << "not relaunched into /theirs";
+  EXPECT_EQ(condition(h.obs.status, "SpecApplied"), "False/CheckpointPathInUse");
+  EXPECT_NE(condition_message(h.obs.status, "SpecApplied").find("/theirs is named by team/other"), std::string::npos)
+      << condition_message(h.obs.status, "SpecApplied");
+  h.cluster.nodes[1].healthy = false;
+  h.apply(h.step());
+  ASSERT_EQ(h.epoch(), 2);
+  for (const auto& p : h.obs.pods)
+    if (!p.deleting && p.plan && p.plan->epoch == 2) EXPECT_EQ(p.plan->checkpoint_dir, "/ckpt");
+}
+
 // A pod whose sidecar finished the last step just as a new epoch was planned (it was re-annotated
 // while running, then ended Succeeded under the old epoch) is replaced, not waited on forever.
 TEST(JobReconciler, APodThatSucceededUnderTheOldEpochIsReplacedForTheNewOne) {
