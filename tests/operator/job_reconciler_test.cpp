@@ -668,6 +668,19 @@ fo::JobSpec changed_spec(const std::string& extra, std::int64_t generation) {
   return spec_of(job);
 }
 
+const std::string kRelaxed = R"("elasticity": {"mode": "relaxed", "minRescaleIntervalSeconds": 0})";
+
+// Relaxed elasticity, admitted on 4 GPUs (two pods, n0 and n1), training at step 30 under epoch
+// 1, its last checkpoint `checkpoint` (-1: none).
+void running_relaxed_job(Harness& h, std::int64_t checkpoint) {
+  h.obs.spec = spec_of(job_object("{" + kRelaxed + "}"));
+  admit_and_lift_barrier(h, 4);
+  ASSERT_EQ(h.obs.pods.size(), 2u);
+  report_all(h, flotilla::PodState::kRunning, 1, 30);
+  for (auto& p : h.obs.pods) p.report->last_checkpoint_step = checkpoint;
+  h.apply(h.step());
+}
+
 // Admitted on 2 GPUs (one pod, epoch 1) and training at `step`, its last checkpoint `checkpoint`.
 void running_one_pod_job(Harness& h, std::int64_t step, std::int64_t checkpoint = -1) {
   h.obs.decision = decision(fs::AllocAction::kAdmit, 2);
@@ -824,14 +837,8 @@ TEST(JobReconciler, AChangeTheCheckpointPinsIsRefusedWhileTheWorkersGoOn) {
 // still says the change waits. A new run that fails says Running False and holds no pods.
 TEST(JobReconciler, ARescaleKeepsWhatTheCheckpointPinsWhileAChangeToItIsRefused) {
   Harness h;
-  const std::string relaxed = R"("elasticity": {"mode": "relaxed", "minRescaleIntervalSeconds": 0})";
-  h.obs.spec = spec_of(job_object("{" + relaxed + "}"));
-  admit_and_lift_barrier(h, 4);
-  ASSERT_EQ(h.obs.pods.size(), 2u);
-  report_all(h, flotilla::PodState::kRunning, 1, 30);
-  for (auto& p : h.obs.pods) p.report->last_checkpoint_step = 20;
-  h.apply(h.step());
-  h.obs.spec = changed_spec(R"({"seed": 99, "globalBatchSize": 16, )" + relaxed + "}", 2);
+  running_relaxed_job(h, 20);
+  h.obs.spec = changed_spec(R"({"seed": 99, "globalBatchSize": 16, )" + kRelaxed + "}", 2);
   h.apply(h.step());
   ASSERT_EQ(h.epoch(), 1);
   ASSERT_EQ(condition(h.obs.status, "SpecApplied"), "False/CheckpointPinsIt");
@@ -893,15 +900,11 @@ TEST(JobReconciler, AJobNamingAnotherJobsCheckpointFolderWaitsAndSaysWhy) {
 
 // A running job whose checkpoint.path is changed to a folder another job names (before or after
 // it) is not moved there: the workers go on in their own folder, also across a rescale, and
-// SpecApplied says why. Reverted, it clears.
+// SpecApplied says why.
 TEST(JobReconciler, ARunningJobIsNotMovedIntoAnotherJobsCheckpointFolder) {
   Harness h;
-  const std::string relaxed = R"("elasticity": {"mode": "relaxed", "minRescaleIntervalSeconds": 0})";
-  h.obs.spec = spec_of(job_object("{" + relaxed + "}"));
-  admit_and_lift_barrier(h, 4);
-  report_all(h, flotilla::PodState::kRunning, 1, 30);
-  h.apply(h.step());
-  h.obs.spec = changed_spec(R"({"checkpoint": {"path": "/theirs"}, )" + relaxed + "}", 2);
+  running_relaxed_job(h, -1);
+  h.obs.spec = changed_spec(R"({"checkpoint": {"path": "/theirs"}, )" + kRelaxed + "}", 2);
   h.obs.checkpoint_shared_with = "team/other";
   fo::JobActions a = h.step();
   h.apply(a);
