@@ -2,13 +2,17 @@
 
 namespace flotilla::kube {
 
+std::string string_field(const Json& object, const char* key) {
+  if (!object.is_object()) return {};
+  auto f = object.find(key);
+  if (f == object.end() || !f->is_string()) return {};
+  return f->get<std::string>();
+}
+
 static std::string meta_string(const Json& obj, const char* field) {
   if (!obj.is_object()) return {};
   auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return {};
-  auto f = m->find(field);
-  if (f == m->end() || !f->is_string()) return {};
-  return f->get<std::string>();
+  return m == obj.end() ? std::string() : string_field(*m, field);
 }
 
 std::string object_name(const Json& obj) { return meta_string(obj, "name"); }

@@ -18,6 +18,9 @@ std::string object_resource_version(const Json& obj);
 std::string object_uid(const Json& obj);
 std::string object_key(const Json& obj);
 std::string make_key(const std::string& ns, const std::string& name);
+// The string at object[key]; "" when `object` is not an object, or the field is absent or not a
+// string (a status or spec written by hand may hold anything).
+std::string string_field(const Json& object, const char* key);
 
 // Pods, as both devcluster's kubelet and the operator read them (they must agree on what a pod
 // holds). Assume an object as the API server returns it (spec and containers are objects).

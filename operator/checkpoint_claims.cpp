@@ -2,18 +2,11 @@
 
 #include <filesystem>
 
+#include "kube/object.h"
+
 namespace flotilla::op {
-namespace {
 
 using Json = nlohmann::json;
-
-std::string string_at(const Json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-}  // namespace
 
 std::string checkpoint_claim(const std::string& ns, const std::string& path, const Json& volume) {
   std::string folder = std::filesystem::path(path).lexically_normal().string();
@@ -22,15 +15,15 @@ std::string checkpoint_claim(const std::string& ns, const std::string& path, con
 }
 
 void CheckpointClaims::add(const Json& job) {
-  const Json& meta = job.value("metadata", Json::object());
+  const Json meta = job.value("metadata", Json::object());
   if (!meta.is_object() || meta.contains("deletionTimestamp")) return;
-  const Json& spec = job.value("spec", Json::object());
+  const Json spec = job.value("spec", Json::object());
   const Json checkpoint = spec.is_object() ? spec.value("checkpoint", Json::object()) : Json::object();
-  const std::string path = string_at(checkpoint, "path");
+  const std::string path = kube::string_field(checkpoint, "path");
   if (path.empty()) return;
-  std::string ns = string_at(meta, "namespace");
+  std::string ns = kube::object_namespace(job);
   if (ns.empty()) ns = "default";  // as parse_job_spec() reads it
-  const Order order{string_at(meta, "creationTimestamp"), ns + "/" + string_at(meta, "name")};
+  const Order order{kube::string_field(meta, "creationTimestamp"), ns + "/" + kube::object_name(job)};
   const Json volume = checkpoint.is_object() ? checkpoint.value("volume", Json()) : Json();
   claimants_[checkpoint_claim(ns, path, volume)].insert(order);
 }

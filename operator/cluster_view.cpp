@@ -17,20 +17,14 @@ int quantity(const Json& v) {
   return 0;
 }
 
-// A status written by hand may hold anything: a field of the wrong type reads as absent.
-std::string string_at(const Json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 // Planned=False with reason InvalidSpec for this generation: the operator could not read the
 // job's spec (a spec fixed since has a newer generation).
 bool spec_refused(const Json& status, const Json& generation) {
   auto conditions = status.find("conditions");
   if (conditions == status.end() || !conditions->is_array()) return false;
   for (const Json& c : *conditions)
-    if (c.is_object() && string_at(c, "type") == "Planned")
-      return string_at(c, "status") == "False" && string_at(c, "reason") == "InvalidSpec" &&
+    if (c.is_object() && kube::string_field(c, "type") == "Planned")
+      return kube::string_field(c, "status") == "False" && kube::string_field(c, "reason") == "InvalidSpec" &&
              c.value("observedGeneration", Json()) == generation;
   return false;
 }
@@ -171,13 +165,13 @@ void add_pod_to_view(ClusterView& view, const Json& pod, const std::string& job_
 
 void add_job_plan_to_view(ClusterView& view, const Json& job) {
   const Json& meta = job["metadata"];
-  const std::string key = meta.value("namespace", "default") + "/" + string_at(meta, "name");
+  const std::string key = meta.value("namespace", "default") + "/" + kube::string_field(meta, "name");
   static const Json kNone = Json::object();
   auto status_it = job.find("status");
   const Json& status = status_it != job.end() && status_it->is_object() ? *status_it : kNone;
   // A finished job's plan is history, and a job whose spec does not parse is not allocated for
   // (the cluster pass skips it): whatever of their pods still runs is held by the pods.
-  if (const std::string phase = string_at(status, "phase"); phase == "Succeeded" || phase == "Failed") return;
+  if (const std::string phase = kube::string_field(status, "phase"); phase == "Succeeded" || phase == "Failed") return;
   if (spec_refused(status, meta.value("generation", Json()))) return;
   std::int64_t& plan_epoch = view.planned_jobs[key] = 0;  // no plan: its pods count as they stand
   auto plan = status.find("plan");
@@ -196,7 +190,7 @@ void add_job_plan_to_view(ClusterView& view, const Json& job) {
     if (!pod.is_object()) continue;
     const auto gpus = pod.find("gpus");
     if (gpus == pod.end() || !gpus->is_number_integer() || gpus->get<int>() <= 0) continue;
-    if (auto it = view.index_by_name.find(string_at(pod, "node")); it != view.index_by_name.end())
+    if (auto it = view.index_by_name.find(kube::string_field(pod, "node")); it != view.index_by_name.end())
       view.nodes[it->second].planned_by_job[key] += gpus->get<int>();
   }
 }

@@ -25,6 +25,15 @@ bool live(const PodObservation& p, const ClusterView& cluster) {
 // Its processes run or are about to: not being deleted, not Succeeded or Failed.
 bool still_running(const PodObservation& p) { return !p.deleting && p.phase != "Succeeded" && p.phase != "Failed"; }
 
+// The plan annotation of the highest epoch among the job's pods (what its workers were last
+// launched with); null when no pod carries one.
+const PodPlan* newest_pod_plan(const JobObservation& job) {
+  const PodPlan* newest = nullptr;
+  for (const PodObservation& p : job.pods)
+    if (p.plan && (newest == nullptr || p.plan->epoch > newest->epoch)) newest = &*p.plan;
+  return newest;
+}
+
 const PodObservation* find_pod(const JobObservation& job, const std::string& name) {
   for (const PodObservation& p : job.pods)
     if (p.name == name) return &p;
@@ -165,6 +174,7 @@ bool condition_says(const Context& c, const std::string& type, bool v, const std
   return cond.value("status", "") == (v ? "True" : "False") && cond.value("reason", "") == reason &&
          cond.value("message", "") == message;
 }
+
 // True when the condition of `type` is True and was set under an older spec generation (the
 // user re-applied a changed spec since the job Failed or Succeeded).
 bool true_before_generation(const Json& status, const std::string& type, std::int64_t generation) {
@@ -173,6 +183,14 @@ bool true_before_generation(const Json& status, const std::string& type, std::in
 }
 void event(Context& c, const std::string& type, const std::string& reason, const std::string& message) {
   c.actions.events.push_back({type, reason, message});
+}
+
+// Condition `type` False with `reason` and `message`, and a Warning event of that reason only
+// when the condition did not already say it: a reconcile repeats every few seconds.
+void refuse_with_condition(Context& c, const std::string& type, const std::string& reason, const std::string& message) {
+  const bool repeated = condition_says(c, type, false, reason, message);
+  condition(c, type, false, reason, message);
+  if (!repeated) event(c, "Warning", reason, message);
 }
 
 // A new pod is created only once its node has the GPUs free (the kubelet refuses a pod that does
@@ -190,6 +208,14 @@ struct NodeRoom {
   }
 };
 
+// status.plan without pods or GPUs (requeued, failed, or to be admitted again): it keeps its
+// epoch, micro-batch and shards, which the next admission resumes under.
+void drop_plan_pods(Context& c) {
+  if (!c.status.contains("plan") || !c.status["plan"].is_object()) return;
+  c.status["plan"]["pods"] = Json::array();
+  c.status["plan"]["gpus"] = 0;
+}
+
 // Deletes every pod of the job that is not already going.
 void delete_all_pods(Context& c) {
   for (const PodObservation& p : c.job.pods)
@@ -205,14 +231,10 @@ void fail_job(Context& c, const std::string& reason, const std::string& why) {
                c.headroom.summary() + ".";
   phase(c, "Failed");
   condition(c, "Failed", true, reason, message);
-  // Nothing runs any more: Running, the plan's pods and its GPUs say so (the plan keeps its
-  // epoch, micro-batch and shards, which a fixed spec resumes under).
+  // Nothing runs any more: Running, the plan's pods and its GPUs say so.
   if (condition_of(c.status, "Running").value("status", "") == "True")
     condition(c, "Running", false, reason, "the job failed (see Failed)");
-  if (c.status.contains("plan") && c.status["plan"].is_object()) {
-    c.status["plan"]["pods"] = Json::array();
-    c.status["plan"]["gpus"] = 0;
-  }
+  drop_plan_pods(c);
   event(c, "Warning", reason, message);
   delete_all_pods(c);
 }
@@ -272,9 +294,7 @@ bool act_on(Context& c, const PlanOutcome& outcome, std::int64_t epoch, bool old
     if (!c.unavailable.empty())
       message +=
           " (leaving out nodes its pods could not start on: " + c.unavailable.summary() + "; status.unavailableNodes)";
-    const bool repeated = condition_says(c, "Planned", false, outcome.reason, message);
-    condition(c, "Planned", false, outcome.reason, message);
-    if (!repeated) event(c, "Warning", outcome.reason, message);
+    refuse_with_condition(c, "Planned", outcome.reason, message);
     return false;
   }
   JobPlan plan = *outcome.plan;
@@ -526,29 +546,29 @@ bool pinned_by_checkpoint(const std::string& field, WorkerKind kind) {
 // refused (spec_applied()); reverted, or with a new checkpoint.path, nothing is held.
 void hold_pinned_fields(Context& c) {
   const JobSpec& spec = c.job.spec;
-  // The status's checkpoint, or one a report shows before fold_progress() records it.
-  std::int64_t checkpoint = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1});
-  const PodPlan* launched = nullptr;
-  for (const PodObservation& p : c.job.pods) {
-    if (p.plan && (launched == nullptr || p.plan->epoch > launched->epoch)) launched = &*p.plan;
-    if (p.report) checkpoint = std::max(checkpoint, p.report->last_checkpoint_step);
-  }
+  const PodPlan* launched = newest_pod_plan(c.job);
   if (launched == nullptr) return;
   JobSpec held = spec;
-  if (launched->checkpoint_dir != spec.checkpoint_path) {
+  const bool other_folder = launched->checkpoint_dir != spec.checkpoint_path;
+  if (other_folder) {
     if (c.job.checkpoint_shared_with.empty()) return;  // a folder of its own: a fresh start there
     held.checkpoint_path = launched->checkpoint_dir;   // another job's folder: not moved into
-    c.held = held;
   }
-  if (checkpoint < 0) return;
-  if (pinned_by_checkpoint("seed", spec.worker_kind)) held.seed = launched->seed;
-  if (pinned_by_checkpoint("globalBatchSize", spec.worker_kind)) held.global_batch_size = launched->global_batch_size;
-  // A model launched from its inline shape cannot be rebuilt from its name: that change goes on.
-  if (launched->model != spec.model && planner::find_preset(launched->model)) {
-    held.model = launched->model;
-    held.model_spec.reset();
+  // The status's checkpoint, or one a report shows before fold_progress() records it.
+  std::int64_t checkpoint = c.status.value("progress", Json::object()).value("lastCheckpointStep", std::int64_t{-1});
+  for (const PodObservation& p : c.job.pods)
+    if (p.report) checkpoint = std::max(checkpoint, p.report->last_checkpoint_step);
+  if (checkpoint >= 0) {
+    if (pinned_by_checkpoint("seed", spec.worker_kind)) held.seed = launched->seed;
+    if (pinned_by_checkpoint("globalBatchSize", spec.worker_kind)) held.global_batch_size = launched->global_batch_size;
+    // A model launched from its inline shape cannot be rebuilt from its name: that change goes on.
+    if (launched->model != spec.model && planner::find_preset(launched->model)) {
+      held.model = launched->model;
+      held.model_spec.reset();
+    }
   }
-  if (held.seed != spec.seed || held.global_batch_size != spec.global_batch_size || held.model != spec.model)
+  if (other_folder || held.seed != spec.seed || held.global_batch_size != spec.global_batch_size ||
+      held.model != spec.model)
     c.held = std::move(held);
 }
 
@@ -586,9 +606,7 @@ void spec_applied(Context& c, const LaunchChange& change) {
                                 c.job.spec.checkpoint_path + " is named by " + c.job.checkpoint_shared_with +
                                 ", whose checkpoints and loss.log training there would overwrite; give this job a "
                                 "folder of its own, or revert checkpoint.path";
-    const bool said = condition_of(c.status, "SpecApplied").value("message", "") == message;
-    condition(c, "SpecApplied", false, "CheckpointPathInUse", message);
-    if (!said) event(c, "Warning", "CheckpointPathInUse", message);
+    refuse_with_condition(c, "SpecApplied", "CheckpointPathInUse", message);
     return;
   }
   if (!change.pinned.empty()) {
@@ -721,10 +739,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     return fail_job(c, "WorkerFailed", failure + ". " + kFixThenReapply);
   if (d != nullptr && d->action == scaler::AllocAction::kRequeue) {
     phase(c, "Pending");
-    Json p = c.status["plan"];
-    p["pods"] = Json::array();
-    p["gpus"] = 0;
-    c.status["plan"] = p;
+    drop_plan_pods(c);
     write_decision(c.status, *d, plan.epoch, job.now);
     condition(c, "Running", false, "Requeued", d->reason);
     event(c, "Warning", "Requeued", d->reason);
@@ -773,10 +788,7 @@ void running_plan(Context& c, JobPlan plan, std::int64_t barrier) {
     if (!acted) {
       if (lost > 0 || failed) {  // cannot run on what is left: back to the queue
         phase(c, "Pending");
-        Json p = c.status["plan"];
-        p["pods"] = Json::array();
-        p["gpus"] = 0;
-        c.status["plan"] = p;
+        drop_plan_pods(c);
         delete_all_pods(c);
         return;
       }
@@ -896,9 +908,7 @@ void no_plan(Context& c, const std::optional<JobPlan>& previous) {
 // layout, micro-batch size and virtual shards, with no pods (the requeued form); nullopt when no
 // pod carries a plan.
 std::optional<JobPlan> plan_of_pods(const JobObservation& job) {
-  const PodPlan* newest = nullptr;
-  for (const PodObservation& p : job.pods)
-    if (p.plan && (newest == nullptr || p.plan->epoch > newest->epoch)) newest = &*p.plan;
+  const PodPlan* newest = newest_pod_plan(job);
   if (newest == nullptr) return std::nullopt;
   JobPlan plan;
   plan.epoch = highest_pod_epoch(job);
@@ -963,9 +973,7 @@ void wait_for_own_folder(Context& c, const std::optional<JobPlan>& previous) {
                               "Give this job its own checkpoint.path, or delete " +
                               owner + " to take its checkpoints over";
   if (c.status.value("phase", "").empty()) phase(c, "Pending");
-  const bool said = condition_of(c.status, "Planned").value("message", "") == message;
-  condition(c, "Planned", false, "CheckpointPathInUse", message);
-  if (!said) event(c, "Warning", "CheckpointPathInUse", message);
+  refuse_with_condition(c, "Planned", "CheckpointPathInUse", message);
 }
 
 // The spec was refused (InvalidSpec) and reads now, fixed or reverted while the pods ran: the
@@ -985,10 +993,7 @@ bool failed_before_this_generation(const Json& status, std::int64_t generation) 
 void start_again(Context& c) {
   phase(c, "Pending");
   c.status.erase("failures");
-  if (c.status.contains("plan")) {
-    c.status["plan"]["pods"] = Json::array();
-    c.status["plan"]["gpus"] = 0;
-  }
+  drop_plan_pods(c);
   condition(c, "Failed", false, "SpecChanged", "the spec changed after the failure; starting again");
   event(c, "Normal", "SpecChanged",
         "generation " + std::to_string(c.job.spec.generation) + " after the failure: starting again");
@@ -1009,10 +1014,7 @@ void train_on(Context& c) {
                           " is beyond the step the job finished at (" + std::to_string(step) +
                           "): training on from its checkpoint";
   phase(c, "Pending");
-  if (c.status.contains("plan")) {
-    c.status["plan"]["pods"] = Json::array();
-    c.status["plan"]["gpus"] = 0;
-  }
+  drop_plan_pods(c);
   condition(c, "Complete", false, "SpecChanged", why);
   event(c, "Normal", "SpecChanged", why);
 }

@@ -344,16 +344,6 @@ bool pods_ahead_of_status(const std::map<std::string, std::vector<PodObservation
                      [&](const PodObservation& p) { return !p.deleting && p.plan && p.plan->epoch > epoch; });
 }
 
-namespace {
-// Whether status.plan lists pods (a hand-written status of another shape lists none).
-bool holds_pods(const Json& status) {
-  const auto plan = status.find("plan");
-  if (plan == status.end() || !plan->is_object()) return false;
-  const auto pods = plan->find("pods");
-  return pods != plan->end() && pods->is_array() && !pods->empty();
-}
-}  // namespace
-
 void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
   const std::vector<Json> jobs = ctx.primary.list();
   const std::shared_ptr<const Snapshot> snap = snapshot(ctx);
@@ -387,9 +377,11 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     arrival_times_s.push_back(created);
     if (phase == "Succeeded" || phase == "Failed") continue;
     if (pods_ahead_of_status(snap->pods->by_job, spec.key(), status)) continue;
+    std::optional<JobPlan> plan = JobPlan::from_status(status.value("plan", Json()));
+    if (plan && plan->pods.empty()) plan.reset();  // requeued: not running
     // A job waiting for a checkpoint folder another job owns is not admitted (its reconcile
     // says why); one already running keeps its GPUs.
-    if (!snap->claims.owner_of(spec).empty() && !holds_pods(status)) continue;
+    if (!plan && !snap->claims.owner_of(spec).empty()) continue;
     const JobTable& table = table_for(spec, status);
     scaler::AllocatorJob a;
     a.key = spec.key();
@@ -410,7 +402,7 @@ void Operator::cluster_pass(const kube::ReconcileContext& ctx) {
     a.min_rescale_interval_s = spec.min_rescale_interval_seconds;
     a.benefit_threshold = spec.benefit_threshold;
     basis_epoch[spec.key()] = plan_epoch_of(status);
-    if (auto plan = JobPlan::from_status(status.value("plan", Json())); plan && !plan->pods.empty()) {
+    if (plan) {
       a.running = true;
       a.current_gpus = plan->gpus;
       a.remaining_s = remaining_train_seconds(*plan, spec.train_steps, status.value("progress", Json::object()));
